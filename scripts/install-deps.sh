@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs every build, test and runtime dependency of kzoo from Debian 12 packages.
+# Idempotent; run as root (or with sudo). No vendored copies, no other registries.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+PKGS=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
+  # libraries (DESIGN §7)
+  nlohmann-json3-dev libvalijson-dev libyaml-cpp-dev libarchive-dev libgit2-dev
+  libsqlite3-dev libsqlitecpp-dev libcli11-dev libspdlog-dev libfmt-dev
+  libcpp-httplib-dev libexpected-dev libssl-dev zlib1g-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # the judge (CPU PyTorch for machines without a GPU) and the sandbox
+  python3 python3-torch python3-yaml python3-numpy bubblewrap
+)
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${PKGS[@]}"

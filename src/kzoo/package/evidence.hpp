@@ -1,0 +1,36 @@
+// The generated-evidence-free policy of the kernel_package seed, judged by
+// name AND by content: renaming a tensor dump to kernel.py does not make it
+// source. A file passes only if it is authored text: UTF-8, no NULs, not a
+// known binary format by magic number, not a tensor/weight/archive/object/
+// profiler file by name, not a log or table of results by content, and
+// within the size caps. The only YAML/JSON files allowed are the authored
+// metadata (.kernel_package/desc.yaml, .kernel_package/bench_result.yaml).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kzoo/package/package_tree.hpp"
+#include "kzoo/util/violation.hpp"
+
+namespace kzoo::package {
+
+struct EvidenceLimits {
+  std::uint64_t max_source_bytes = 1u << 20;  // any one source file
+  std::uint64_t max_line_bytes = 16u << 10;   // one line of source (minified/encoded data)
+};
+
+// Rules (all "evidence.*"): evidence.name (extension or name of a data, weight,
+// object, archive, log, trace or profile file), evidence.binary (NUL bytes,
+// invalid UTF-8, control characters), evidence.magic (a known binary format's
+// magic number: zip/pt, gzip, zstd, xz, bz2, numpy, safetensors header, HDF5,
+// ELF, Mach-O, PE, ar, pickle, PNG/JPEG/..., SQLite, ONNX/protobuf-ish...),
+// evidence.encoded-blob (long base64/hex runs), evidence.log (compiler,
+// benchmark or profiler output), evidence.table (CSV/TSV-like tables of
+// numbers, or results tables in Markdown/text), evidence.metadata (YAML/JSON/
+// CSV files other than the authored metadata), evidence.too-large,
+// evidence.long-line. `display_path` is used in messages.
+Violations scan_file_for_evidence(const PackageFile& file, const std::string& display_path,
+                                  const EvidenceLimits& limits = {});
+
+}  // namespace kzoo::package
