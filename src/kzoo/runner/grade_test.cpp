@@ -1,0 +1,197 @@
+// Grading's trust decisions, driven by a tiny fake judge (a benchmark.py
+// written by the test) in a real sandbox, so they do not depend on the real
+// judge: only a document signed with the run's secret seed counts; anything
+// else printed on the pipes is forged, broken, or a failure with its stderr.
+#include "kzoo/runner/grade.hpp"
+
+#include <filesystem>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kzoo/runner/signature.hpp"
+#include "kzoo/runner/test_support.hpp"
+
+namespace kzoo::runner {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::TempDir;
+
+// A benchmark.py that behaves as the judge would, or misbehaves as told by
+// MODE. It prints the document, then signs it as the last stderr line.
+const char* kFakeJudge = R"PY(import hashlib, hmac, json, os, sys, time
+MODE = %MODE%
+key = b''
+fd = os.environ.get('KZOO_SEED_FD')
+if fd is not None:
+    key = bytes.fromhex(os.read(int(fd), 4096).decode())
+    assert os.read(int(fd), 4096) == b'', 'seed readable twice'
+    os.close(int(fd))
+hexseed = key.hex()
+assert not hexseed or all(hexseed not in v for v in os.environ.values()), 'seed in env'
+assert not hexseed or hexseed.encode() not in open('/proc/self/cmdline', 'rb').read(), 'seed in argv'
+doc = {'schema_version': '1', 'kernel_id': os.environ.get('KZOO_KERNEL_ID', '?'),
+       'ran_at': '2026-11-29T12:00:00Z', 'runner_id': os.environ.get('KZOO_RUNNER_ID', '?'), 'arch': 'cpu',
+       'overall': {'accept': MODE != 'reject', 'accept_reason': 'fake judge says ' + MODE, 'build_ok': True},
+       'cases': [{'test_case_id': 'c1', 'status': 'ok' if MODE != 'reject' else 'incorrect',
+                  'correct': MODE != 'reject', 'metrics': {'latency_us': 12.5}, 'samples': 10, 'spread': 0.01,
+                  'gates': {'roofline': {'value': 12.5, 'limit': 1.0, 'passed': True}}}]}
+if MODE == 'bad-schema':
+    del doc['cases']
+if MODE == 'other-kernel':
+    doc['kernel_id'] = 'someone/else'
+if MODE == 'hang':
+    time.sleep(1000)
+if MODE == 'crash':
+    print('Traceback: the judge fell over', file=sys.stderr)
+    sys.exit(1)
+out = (json.dumps(doc) + '\n').encode()
+if MODE == 'two-docs':
+    out = out + out
+signed = out
+if MODE == 'altered':
+    doc['overall']['accept_reason'] = 'altered'
+    out = (json.dumps(doc) + '\n').encode()
+if MODE == 'wrong-key':
+    key = b'\0' * 32
+sys.stdout.buffer.write(out)
+sys.stdout.flush()
+if MODE != 'unsigned':
+    print('kzoo-judge-signature: ' + hmac.new(key, signed, hashlib.sha256).hexdigest(), file=sys.stderr)
+if MODE == 'forged-tail':
+    print('kzoo-judge-signature: ' + '0' * 64, file=sys.stderr)
+sys.exit(0 if doc['overall']['accept'] else 1)
+)PY";
+
+std::string fake_judge(const std::string& mode) {
+  std::string s = kFakeJudge;
+  s.replace(s.find("%MODE%"), 6, "'" + mode + "'");
+  return s;
+}
+
+class HarnessStepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = testing::bwrap_unusable_reason(); !why.empty()) {
+      GTEST_SKIP() << why;
+    }
+    w.root = dir.path() + "/w";
+    w.harness_dir = w.root + "/.kernel_package";
+    w.src_dir = w.root + "/src";
+    w.task_file = w.root + "/.kzoo/task.json";
+    w.run_dir = w.root + "/.kzoo/run";
+    testing::write_file(w.task_file, "{}");
+    testing::write_file(w.src_dir + "/kernel.py", "pass\n");
+    std::filesystem::create_directories(w.run_dir);
+  }
+
+  GradeOutcome run_mode(const std::string& mode, std::chrono::milliseconds limit = std::chrono::seconds(60)) {
+    testing::write_file(w.harness_dir + "/benchmark.py", fake_judge(mode));
+    auto seed = make_seed();
+    EXPECT_TRUE(seed.has_value());
+    SandboxSpec spec;
+    spec.argv = {"/usr/bin/python3"};
+    spec.wall_limit = limit;
+    spec.max_pids = 64;
+    auto r = run_harness_step(w, "benchmark.py", {{"KZOO_KERNEL_ID", "demo/fake"}, {"KZOO_RUNNER_ID", "test"}},
+                              *seed, spec, {});
+    if (!r) {
+      ADD_FAILURE() << r.error().message;
+      return {};
+    }
+    return verify_benchmark_output(*r, *seed, "demo/fake");
+  }
+
+  TempDir dir;
+  Workdir w;
+};
+
+TEST_F(HarnessStepTest, ASignedAcceptingDocumentIsAccepted) {
+  auto g = run_mode("accept");
+  EXPECT_EQ(g.status, GradeStatus::accepted) << g.reason << g.stderr_tail;
+  EXPECT_EQ(g.document["kernel_id"], "demo/fake");
+  EXPECT_EQ(g.reason, "fake judge says accept");
+  EXPECT_THAT(g.stderr_tail, Not(HasSubstr(std::string(kSignaturePrefix))));
+}
+
+TEST_F(HarnessStepTest, ASignedRejectingDocumentIsRejectedWithTheJudgesReason) {
+  auto g = run_mode("reject");
+  EXPECT_EQ(g.status, GradeStatus::rejected);
+  EXPECT_EQ(g.reason, "fake judge says reject");
+  EXPECT_TRUE(g.document.is_object());
+}
+
+TEST_F(HarnessStepTest, AnUnsignedDocumentIsRejectedAsForged) {
+  auto g = run_mode("unsigned");
+  EXPECT_EQ(g.status, GradeStatus::rejected);
+  EXPECT_THAT(g.reason, HasSubstr("signature line is missing"));
+  EXPECT_TRUE(g.document.is_null());
+}
+
+TEST_F(HarnessStepTest, ASignatureUnderAnotherKeyIsRejectedAsForged) {
+  auto g = run_mode("wrong-key");
+  EXPECT_EQ(g.status, GradeStatus::rejected);
+  EXPECT_THAT(g.reason, HasSubstr("forged"));
+}
+
+TEST_F(HarnessStepTest, ADocumentAlteredAfterSigningIsRejected) {
+  auto g = run_mode("altered");
+  EXPECT_EQ(g.status, GradeStatus::rejected);
+  EXPECT_THAT(g.reason, HasSubstr("does not match"));
+}
+
+TEST_F(HarnessStepTest, AForgedSignatureLinePrintedAfterTheJudgesIsRejected) {
+  auto g = run_mode("forged-tail");
+  EXPECT_EQ(g.status, GradeStatus::rejected);
+  EXPECT_THAT(g.reason, HasSubstr("forged"));
+}
+
+TEST_F(HarnessStepTest, TwoDocumentsOnStdoutAreAnError) {
+  auto g = run_mode("two-docs");
+  EXPECT_EQ(g.status, GradeStatus::error);
+  EXPECT_THAT(g.reason, HasSubstr("not exactly one JSON document"));
+}
+
+TEST_F(HarnessStepTest, ASchemaInvalidDocumentIsAnErrorNamingTheViolation) {
+  auto g = run_mode("bad-schema");
+  EXPECT_EQ(g.status, GradeStatus::error);
+  EXPECT_THAT(g.reason, HasSubstr("benchmark_output"));
+  EXPECT_TRUE(has_rule(g.violations, "schema.required"));
+}
+
+TEST_F(HarnessStepTest, ADocumentForAnotherKernelIsAnError) {
+  auto g = run_mode("other-kernel");
+  EXPECT_EQ(g.status, GradeStatus::error);
+  EXPECT_THAT(g.reason, HasSubstr("someone/else"));
+}
+
+TEST_F(HarnessStepTest, AHangingRunIsKilledAndRejectedAsTimedOut) {
+  auto g = run_mode("hang", std::chrono::seconds(2));
+  EXPECT_EQ(g.status, GradeStatus::rejected);
+  EXPECT_THAT(g.reason, HasSubstr("wall-clock limit"));
+}
+
+TEST_F(HarnessStepTest, AJudgeThatFailsWithoutOutputIsAnErrorCarryingItsStderr) {
+  auto g = run_mode("crash");
+  EXPECT_EQ(g.status, GradeStatus::error);
+  EXPECT_THAT(g.reason, HasSubstr("exited with status 1"));
+  EXPECT_THAT(g.reason, HasSubstr("Traceback: the judge fell over"));
+}
+
+TEST(Seed, Is32FreshRandomBytes) {
+  auto a = make_seed(), b = make_seed();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->size(), 32u);
+  EXPECT_NE(*a, *b);
+}
+
+TEST(GradeStatusExitCodes, FollowTheCliConvention) {
+  EXPECT_EQ(exit_code(GradeStatus::accepted), 0);
+  EXPECT_EQ(exit_code(GradeStatus::rejected), 1);
+  EXPECT_EQ(exit_code(GradeStatus::error), 2);
+}
+
+}  // namespace
+}  // namespace kzoo::runner
