@@ -54,8 +54,9 @@ void print_summary(const GradeOutcome& g) {
     if (c.contains("gates") && c["gates"].is_object())
       for (auto& [name, gate] : c["gates"].items()) {
         std::cout << "      gate " << name << ": ";
-        if (gate.is_object() && gate.contains("passed"))
-          std::cout << (gate["passed"] == true ? "passed" : "FAILED") << " (value " << number(gate.value("value", nlohmann::json()))
+        const char* key = gate.is_object() && gate.contains("passed") ? "passed" : "pass";
+        if (gate.is_object() && gate.contains(key))
+          std::cout << (gate[key] == true ? "passed" : "FAILED") << " (value " << number(gate.value("value", nlohmann::json()))
                     << ", limit " << number(gate.value("limit", nlohmann::json())) << ")";
         else
           std::cout << sanitise(gate.dump());

@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "kzoo/package/tarball.hpp"
 #include "kzoo/runner/signature.hpp"
 #include "kzoo/runner/test_support.hpp"
 
@@ -191,6 +192,154 @@ TEST(GradeStatusExitCodes, FollowTheCliConvention) {
   EXPECT_EQ(exit_code(GradeStatus::accepted), 0);
   EXPECT_EQ(exit_code(GradeStatus::rejected), 1);
   EXPECT_EQ(exit_code(GradeStatus::error), 2);
+}
+
+}  // namespace
+}  // namespace kzoo::runner
+
+namespace kzoo::runner {
+namespace {
+
+// grade() end to end with a fake judge package on PYTHONPATH: it signs an
+// accepting document only if build_test_env.py ran and the trusted harness
+// could not be modified from inside the run.
+const char* kFakeEntry = R"PY(import hashlib, hmac, json, os, sys
+def build_test_env():
+    os.makedirs('.kzoo/run', exist_ok=True)
+    open('.kzoo/run/built', 'w').write('1')
+    return 0
+def run_package_benchmark(metas):
+    fd = int(os.environ['KZOO_SEED_FD'])
+    key = bytes.fromhex(os.read(fd, 4096).decode())
+    os.close(fd)
+    try:
+        open('.kernel_package/benchmark.py', 'a').write('# tampered')
+        tampered = True
+    except OSError:
+        tampered = False
+    ok = os.path.exists('.kzoo/run/built') and not tampered and os.path.exists('src/kernel.py')
+    doc = {'schema_version': '1', 'kernel_id': os.environ['KZOO_KERNEL_ID'], 'ran_at': '2026-11-29T12:00:00Z',
+           'runner_id': os.environ['KZOO_RUNNER_ID'], 'arch': os.environ['KZOO_DEVICE'],
+           'overall': {'accept': ok, 'accept_reason': 'fake: ' + ('ok' if ok else 'tampered or not built'),
+                       'build_ok': True},
+           'cases': [{'test_case_id': m['test_case_id'], 'status': 'ok', 'correct': True, 'metrics': {'t_us': 1.0}}
+                     for m in metas]}
+    out = (json.dumps(doc) + '\n').encode()
+    sys.stdout.buffer.write(out)
+    sys.stdout.flush()
+    print('kzoo-judge-signature: ' + hmac.new(key, out, hashlib.sha256).hexdigest(), file=sys.stderr)
+    sys.exit(0 if ok else 1)
+)PY";
+
+const char* kDesc = R"(schema_version: 1
+name: fake-kernel
+category: normalization
+summary: A package for grading tests
+description: Exercises kzoo grade with a fake judge.
+io_signature:
+  - {name: x, direction: in, dtype: float32, shape: [N]}
+  - {name: y, direction: out, dtype: float32, shape: [N]}
+quantization: none
+reference_sources:
+  - {kind: task, ref: faketask}
+)";
+
+const char* kBenchmark = R"(KERNEL_ZOO_TEST_CASE_METAS = [
+    {"test_case_id": "n1024", "params": {"workload": "w", "shape": {"N": 1024}},
+     "primary_metric": "t_us", "metrics": [{"name": "t_us", "unit": "us", "direction": "lower"}],
+     "tolerance": {"correctness_atol": 0.0, "correctness_rtol": 0.01}},
+]
+if __name__ == "__main__":
+    from kzoo_judge.entry import run_package_benchmark
+    run_package_benchmark(KERNEL_ZOO_TEST_CASE_METAS)
+)";
+
+void write_package(const std::string& dir, const std::string& kernel_id) {
+  testing::write_file(dir + "/.kernel_package/desc.yaml", kDesc);
+  testing::write_file(dir + "/.kernel_package/bench_result.yaml",
+                      "schema_version: 1\nkernel_id: " + kernel_id + "\ncases: []\n");
+  testing::write_file(dir + "/.kernel_package/build_test_env.py",
+                      "from kzoo_judge.entry import build_test_env\nraise SystemExit(build_test_env())\n");
+  testing::write_file(dir + "/.kernel_package/benchmark.py", kBenchmark);
+  testing::write_file(dir + "/src/kernel.py", "def kernel(x):\n    return x * 2\n");
+}
+
+class GradeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = testing::bwrap_unusable_reason(); !why.empty()) {
+      GTEST_SKIP() << why;
+    }
+    testing::write_file(root / "judge/kzoo_judge/__init__.py", "");
+    testing::write_file(root / "judge/kzoo_judge/entry.py", kFakeEntry);
+    testing::write_file(root / "catalog/tasks/faketask/task.json", "{\"name\": \"faketask\"}");
+    testing::write_file(root / "catalog/kernel_data/.kernel_data", "");
+    write_package(root / "catalog/kernel_data/demo/fake", "demo/fake");
+    testing::write_file(root / "sub/.kernel_data", "");
+    o.catalog_dir = root / "catalog";
+    o.judge_dir = root / "judge";
+    o.timeout = std::chrono::seconds(120);
+    o.memory_bytes = 2ull << 30;
+  }
+  TempDir root;
+  GradeOptions o;
+};
+
+TEST_F(GradeTest, RunsTheCatalogsTrustedHarnessNotTheSubmissions) {
+  std::string pkg = root / "sub/demo/fake";
+  write_package(pkg, "demo/fake");
+  // The submission's own harness forges an accepting, unsigned document.
+  testing::write_file(pkg + "/.kernel_package/benchmark.py",
+                      std::string(kBenchmark) + "print('{\"forged\": true}')\n");
+  o.package_path = pkg;
+  auto g = grade(o);
+  EXPECT_EQ(g.status, GradeStatus::accepted) << g.reason << "\n" << g.stderr_tail;
+  EXPECT_EQ(g.kernel_id, "demo/fake");
+  EXPECT_EQ(g.document["cases"][0]["test_case_id"], "n1024");
+  EXPECT_THAT(::testing::PrintToString(g.warnings), HasSubstr("differs from the repository's"));
+  EXPECT_TRUE(g.workdir.empty());
+}
+
+TEST_F(GradeTest, APackageOutsideTheCatalogRunsItsOwnHarnessWithAWarning) {
+  std::string pkg = root / "sub/other/kernel";
+  write_package(pkg, "other/kernel");
+  o.package_path = pkg;
+  o.keep_workdir = true;
+  auto g = grade(o);
+  EXPECT_EQ(g.status, GradeStatus::accepted) << g.reason << "\n" << g.stderr_tail;
+  EXPECT_THAT(::testing::PrintToString(g.warnings), HasSubstr("untrusted harness: local run only"));
+  ASSERT_FALSE(g.workdir.empty());
+  EXPECT_EQ(testing::read_file(g.workdir + "/.kzoo/run/built"), "1");
+  EXPECT_EQ(testing::read_file(g.workdir + "/.kernel_package/benchmark.py"), kBenchmark);
+}
+
+TEST_F(GradeTest, ATarballIsGradedLikeItsDirectory) {
+  std::string pkg = root / "sub/demo/fake";
+  write_package(pkg, "demo/fake");
+  auto tree = package::read_package_dir(pkg);
+  ASSERT_TRUE(tree.has_value()) << tree.error().message;
+  ASSERT_TRUE(package::write_package_tarball(tree->tree, "demo/fake", root / "fake.tar.gz").has_value());
+  o.package_path = root / "fake.tar.gz";
+  auto g = grade(o);
+  EXPECT_EQ(g.status, GradeStatus::accepted) << g.reason << "\n" << g.stderr_tail;
+  EXPECT_EQ(g.kernel_id, "demo/fake");
+}
+
+TEST_F(GradeTest, AMissingTaskIsAnErrorThatSaysHowToFixIt) {
+  std::string pkg = root / "sub/demo/fake";
+  write_package(pkg, "demo/fake");
+  o.package_path = pkg;
+  o.catalog_dir = root / "nowhere";
+  auto g = grade(o);
+  EXPECT_EQ(g.status, GradeStatus::error);
+  EXPECT_THAT(g.reason, HasSubstr("faketask"));
+  EXPECT_THAT(g.reason, HasSubstr("--task"));
+}
+
+TEST_F(GradeTest, AnUnknownDeviceIsAnError) {
+  o.package_path = root / "catalog/kernel_data/demo/fake";
+  o.device = "tpu";
+  EXPECT_EQ(grade(o).status, GradeStatus::error);
 }
 
 }  // namespace
