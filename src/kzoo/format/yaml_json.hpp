@@ -32,6 +32,11 @@ struct YamlLimits {
 tl::expected<nlohmann::json, Violation> parse_yaml(std::string_view text, const std::string& file,
                                                     const YamlLimits& limits = {});
 
+// How a plain (unquoted) scalar's text maps to JSON, per the rules above;
+// quoted scalars are always strings. to_yaml quotes any string this would
+// read back as something else.
+nlohmann::json resolve_plain_scalar(std::string_view text);
+
 // Serialises JSON as block-style YAML (for the server-owned bench_result.yaml).
 std::string to_yaml(const nlohmann::json& doc);
 
