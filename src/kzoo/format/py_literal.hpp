@@ -2,10 +2,12 @@
 // reads KERNEL_ZOO_TEST_CASE_METAS out of benchmark.py WITHOUT running Python.
 //
 // Accepted: dicts (string keys only), lists, tuples (-> JSON arrays), strings
-// ('..', "..", triple-quoted, r-prefixed, implicit concatenation), ints
+// ('..', "..", triple-quoted, r/u-prefixed, implicit concatenation, every
+// escape but \N{...}, which is refused: write the character), ints
 // (decimal, 0x/0o/0b, underscores; must fit int64), floats (incl. exponent,
 // inf/nan are refused), unary +/- on numbers, True/False/None, comments and
-// line continuations. Refused with a clear message: names, calls, attribute
+// line continuations, a bare top-level tuple `1, 2`. Refused with a clear
+// message naming the construct and its line/column: names, calls, attribute
 // access, operators, comprehensions, f-strings, bytes, sets, lambdas,
 // starred items, and anything past the depth/size caps.
 #pragma once
