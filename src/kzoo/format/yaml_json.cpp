@@ -339,6 +339,16 @@ tl::expected<nlohmann::json, Violation> parse_yaml(std::string_view text, const 
 
 namespace {
 
+// yaml-cpp writes control characters raw in plain scalars, where a reader
+// folds or drops them (a trailing CR, found by the fuzzer); in double quotes
+// it escapes them.
+bool has_control(const std::string& s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7F) return true;
+  }
+  return false;
+}
+
 void emit(YAML::Emitter& out, const nlohmann::json& v) {
   switch (v.type()) {
     case json::value_t::object:
@@ -346,7 +356,7 @@ void emit(YAML::Emitter& out, const nlohmann::json& v) {
       for (const auto& [k, item] : v.items()) {
         out << YAML::Key;
         // A key that would re-read as a number, bool or null is quoted.
-        if (!resolve_plain_scalar(k).is_string()) out << YAML::DoubleQuoted;
+        if (!resolve_plain_scalar(k).is_string() || has_control(k)) out << YAML::DoubleQuoted;
         out << k << YAML::Value;
         emit(out, item);
       }
@@ -359,7 +369,7 @@ void emit(YAML::Emitter& out, const nlohmann::json& v) {
       break;
     case json::value_t::string: {
       const auto& s = v.get_ref<const std::string&>();
-      if (!resolve_plain_scalar(s).is_string()) out << YAML::DoubleQuoted;
+      if (!resolve_plain_scalar(s).is_string() || has_control(s)) out << YAML::DoubleQuoted;
       out << s;
       break;
     }
