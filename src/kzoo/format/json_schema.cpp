@@ -326,6 +326,11 @@ Violations SchemaSet::validate(const json& doc, std::string_view name, const std
     } else {
       const std::string want = expected(keyword, node);
       detail = found(keyword, value) + "; expected " + (want.empty() ? err.description : want);
+      // `schema_version: 1` in YAML is a number; say how to make it text.
+      if (keyword == "type" && value && (value->is_number() || value->is_boolean() || value->is_null()) &&
+          want.find("string") != std::string::npos) {
+        detail += " (put the value in quotes to make it a string)";
+      }
     }
     if (seen.emplace(pointer, keyword, detail).second) {
       out.push_back({file, pointer, "schema." + keyword, std::move(detail)});

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <sstream>
 #include <vector>
@@ -150,6 +151,12 @@ class JsonBuilder : public YAML::EventHandler {
   }
 
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t, const std::string& text) override {
+    // Escapes such as "\uD800" decode to bytes that are not UTF-8; nothing
+    // downstream could print them.
+    if (auto bad = find_invalid_utf8(text)) {
+      refuse(mark, "yaml.utf8",
+             "this scalar's escape sequences decode to invalid UTF-8 (a lone surrogate?); remove the escape");
+    }
     // yaml-cpp reports "?" for plain scalars and "!" for quoted or block ones.
     json v;
     if (tag == "?") {
@@ -295,6 +302,21 @@ tl::expected<nlohmann::json, Violation> parse_yaml(std::string_view text, const 
                                     "yaml.utf8",
                                     "byte " + std::to_string(bad->offset) + " is not valid UTF-8; save the file as UTF-8"});
   }
+  // YAML forbids raw C0 control characters; yaml-cpp instead takes leading
+  // NUL bytes as a sign of UTF-16/32 and decodes the text as such (found by
+  // the fuzzer). DEL is let through: yaml-cpp reads it, and writes it raw.
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+      const TextPosition p = position_of(text, i);
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "%02X", c);
+      return tl::unexpected(Violation{
+          file, "line " + std::to_string(p.line) + ", column " + std::to_string(p.column), "yaml.syntax",
+          std::string("control character U+00") + hex +
+              " is not allowed in YAML; remove it, or write it as an escape inside a double-quoted string"});
+    }
+  }
   std::istringstream in{std::string(text)};
   JsonBuilder builder(file, limits);
   try {
@@ -317,6 +339,16 @@ tl::expected<nlohmann::json, Violation> parse_yaml(std::string_view text, const 
 
 namespace {
 
+// yaml-cpp writes control characters raw in plain scalars, where a reader
+// folds or drops them (a trailing CR, found by the fuzzer); in double quotes
+// it escapes them.
+bool has_control(const std::string& s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7F) return true;
+  }
+  return false;
+}
+
 void emit(YAML::Emitter& out, const nlohmann::json& v) {
   switch (v.type()) {
     case json::value_t::object:
@@ -324,7 +356,7 @@ void emit(YAML::Emitter& out, const nlohmann::json& v) {
       for (const auto& [k, item] : v.items()) {
         out << YAML::Key;
         // A key that would re-read as a number, bool or null is quoted.
-        if (!resolve_plain_scalar(k).is_string()) out << YAML::DoubleQuoted;
+        if (!resolve_plain_scalar(k).is_string() || has_control(k)) out << YAML::DoubleQuoted;
         out << k << YAML::Value;
         emit(out, item);
       }
@@ -337,7 +369,7 @@ void emit(YAML::Emitter& out, const nlohmann::json& v) {
       break;
     case json::value_t::string: {
       const auto& s = v.get_ref<const std::string&>();
-      if (!resolve_plain_scalar(s).is_string()) out << YAML::DoubleQuoted;
+      if (!resolve_plain_scalar(s).is_string() || has_control(s)) out << YAML::DoubleQuoted;
       out << s;
       break;
     }

@@ -141,6 +141,26 @@ TEST(ParseYaml, RefusesInvalidUtf8WithLineAndColumn) {
   EXPECT_EQ(error_of(utf16).rule, "yaml.utf8");
 }
 
+TEST(ParseYaml, RefusesRawControlCharacters) {
+  // Found by the fuzzer: leading NULs made yaml-cpp decode the text as UTF-32.
+  const std::string nuls("\0\0\0\0a: 1\n", 9);
+  auto v = error_of(nuls);
+  EXPECT_EQ(v.rule, "yaml.syntax");
+  EXPECT_EQ(v.pointer, "line 1, column 1");
+  EXPECT_NE(v.detail.find("U+0000"), std::string::npos);
+  EXPECT_EQ(error_of("a: b\x1b[31m\n").rule, "yaml.syntax");
+  // ...but escapes of them in double quotes are fine, and so are tabs and CRLF.
+  EXPECT_EQ(read("a: \"x\\0y\\e\"\r\nb: \"t\tt\"\r\n")["a"], std::string("x\0y\x1b", 4));
+}
+
+TEST(ParseYaml, RefusesEscapesThatDecodeToInvalidUtf8) {
+  // yaml-cpp itself refuses a lone surrogate; the check behind it is defence.
+  for (const char* text : {"a: \"\\uD800\"\n", "a: \"\\uDFFF\\uD800\"\n"}) {
+    const std::string rule = error_of(text).rule;
+    EXPECT_TRUE(rule == "yaml.utf8" || rule == "yaml.syntax") << rule;
+  }
+}
+
 TEST(ParseYaml, ExplainsTabIndentation) {
   auto v = error_of("category:\n\tarch: sm90\n");
   EXPECT_EQ(v.rule, "yaml.syntax");
@@ -159,12 +179,13 @@ TEST(ParseYaml, ReportsSyntaxErrorsWithLineAndColumn) {
 TEST(ToYaml, RoundTripsThroughParseYaml) {
   json doc = {
       {"strings", {"true", "1", "null", "", "~", "yes", "a: b", "#x", "- x", "line1\nline2\n", "é 𝄞", " lead",
-                   "trail ", "0x10", "1e3", "[x]", "{", "'q'", "\"d\"", "1.0", ".inf", "tab\there", "*x", "&y", "!t"}},
+                   "trail ", "0x10", "1e3", "[x]", "{", "'q'", "\"d\"", "1.0", ".inf", "tab\there", "*x", "&y", "!t",
+                   std::string("nul\0x", 5), "esc\x1b[0m", "del\x7f", "c1\u0085", "bom\ufeff", "cr\r\n", "~\r\r\r", "x\r", "tail\t", "\ttab"}},
       {"numbers", {0, -1, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
                    std::numeric_limits<std::uint64_t>::max(), 1.5, 0.1, 1e300, -2.5e-8, 3.0}},
       {"flags", {true, false, nullptr}},
       {"empty", {{"object", json::object()}, {"array", json::array()}}},
-      {"keys", {{"true", 1}, {"1", 2}, {"null", 3}, {"", 4}, {"a b", 5}, {"x:y", 6}}},
+      {"keys", {{"true", 1}, {"1", 2}, {"null", 3}, {"", 4}, {"a b", 5}, {"x:y", 6}, {"k\r", 7}, {"- k", 8}}},
       {"cases", {{{"test_case_id", "c1"}, {"metrics_best", {{"TFLOP/s", 512.25}}}}}},
   };
   const std::string text = to_yaml(doc);
