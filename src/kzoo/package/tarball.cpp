@@ -457,12 +457,19 @@ std::pair<std::string, std::string> precheck(std::string_view head, std::uint64_
   return {};
 }
 
-// Checks a path the packer is asked to write: the reader would refuse it.
+// Checks a path the packer is asked to write. Beyond what the reader
+// accepts, names must be ASCII: package segments are [A-Za-z0-9._-] anyway,
+// ASCII names are the same bytes in every locale and fit plain ustar, and
+// libarchive 3.6.2's pax writer crashes on UTF-8 names it cannot convert to
+// the C locale (archive_entry_set_pathname_utf8), or tags every entry with
+// hdrcharset=BINARY (which GNU tar warns about) when told not to convert.
 Result<void> check_pack_path(const std::string& path, const std::string& what) {
   Name n = normalise(path.c_str(), false);
-  if (!n.rule.empty() || n.root || n.path != path)
+  const bool ascii = std::all_of(path.begin(), path.end(), [](char c) { return (c & 0x80) == 0; });
+  if (!n.rule.empty() || n.root || n.path != path || !ascii)
     return fail("cannot pack " + what + " '" + detail::printable(path) +
-                "': it must be a relative path of non-empty, portable segments without '.' or '..'");
+                "': it must be a relative path of non-empty ASCII segments without control characters, "
+                "backslashes, '.' or '..' (package names use [A-Za-z0-9._-]); rename it");
   return ok();
 }
 
@@ -541,13 +548,10 @@ Result<std::string> package_tarball_bytes(const PackageTree& tree, const std::st
   WriteArchive a(archive_write_new());
   if (!a) throw std::bad_alloc();
   // pax_restricted writes plain ustar headers and adds a pax header only for
-  // what ustar cannot hold (long or non-ASCII names). hdrcharset=BINARY
-  // writes names without locale conversion, so the bytes do not depend on
-  // the process locale. "!timestamp" (option value NULL) leaves the gzip
-  // MTIME field zero; libarchive writes no FNAME. One-byte last block: no
-  // zero padding after the gzip trailer.
+  // what ustar cannot hold (a name over 100/155 bytes). "!timestamp" (option
+  // value NULL) leaves the gzip MTIME field zero; libarchive writes no FNAME.
+  // One-byte last block: no zero padding after the gzip trailer.
   if (archive_write_set_format_pax_restricted(a.get()) != ARCHIVE_OK ||
-      archive_write_set_format_option(a.get(), "pax", "hdrcharset", "BINARY") != ARCHIVE_OK ||
       archive_write_add_filter_gzip(a.get()) != ARCHIVE_OK ||
       archive_write_set_filter_option(a.get(), "gzip", "timestamp", nullptr) != ARCHIVE_OK ||
       archive_write_set_bytes_in_last_block(a.get(), 1) != ARCHIVE_OK ||
@@ -558,10 +562,6 @@ Result<std::string> package_tarball_bytes(const PackageTree& tree, const std::st
   const auto put = [&](const std::string& rel, const PackageFile* f) -> Result<void> {
     archive_entry_clear(e.get());
     const std::string name = rel.empty() ? kernel_id : kernel_id + "/" + rel;
-    // Raw bytes (checked UTF-8 above), written as-is under hdrcharset=BINARY.
-    // Not archive_entry_set_pathname_utf8: libarchive 3.6.2's pax writer
-    // crashes (strlen(NULL)) on a non-ASCII UTF-8 name it cannot convert to
-    // the C locale.
     archive_entry_set_pathname(e.get(), f ? name.c_str() : (name + "/").c_str());
     archive_entry_set_filetype(e.get(), f ? AE_IFREG : AE_IFDIR);
     archive_entry_set_perm(e.get(), f && !f->executable ? 0644 : 0755);

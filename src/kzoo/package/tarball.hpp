@@ -54,8 +54,10 @@ TarballRead read_package_tarball_bytes(std::string_view bytes,
 // `kernel_id`: entries sorted, directories first in each level, mtime 0,
 // uid/gid 0, uname/gname empty, mode 0755 for dirs and 0644 for files
 // (0755 if PackageFile::executable is set), pax-free ustar where possible
-// (a pax header only for a path over ustar's limits or a non-ASCII name),
-// gzip with no timestamp or name. Identical input gives identical bytes.
+// (a pax header only for a path over ustar's name limits), gzip with no
+// timestamp or name. Identical input gives identical bytes. Paths must be
+// ASCII (package names are [A-Za-z0-9._-]; see tarball.cpp for why), and
+// must be relative without empty, "." or ".." segments: else an Error.
 // Only the kernel ID's own directory is an entry, not its ancestors (as
 // `tar czf F -C ROOT KERNEL_ID` does). The file is written to a temporary
 // name beside `out_path` and renamed over it, so readers never see half.

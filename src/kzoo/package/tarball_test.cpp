@@ -501,7 +501,6 @@ PackageTree sample_tree() {
   PackageTree t;
   t.files = {{".kernel_package/desc.yaml", "name: softmax\n"},
              {".kernel_package/build_test_env.py", "#!/usr/bin/env python3\n", true},
-             {"src/caf\xc3\xa9.py", "x = 1\n"},
              {"src/" + std::string(150, 'n') + ".py", "long name: needs a pax header\n"},
              {"src/kernels/softmax.cu", "__global__ void k() {}\n"},
              {"README.md", "# softmax\n"}};
@@ -526,6 +525,29 @@ std::vector<std::string> entry_names(const std::string& bytes) {
     names.push_back(archive_entry_pathname(e) + std::string(" ") + std::to_string(archive_entry_perm(e)));
   }
   return names;
+}
+
+TEST(PackageTarball, OnlyLongNamesGetAPaxHeader) {
+  PackageTree t;
+  t.files = {{"src/a.py", "x"}};
+  auto bytes = package_tarball_bytes(t, "k");
+  ASSERT_TRUE(bytes);
+  // The uncompressed stream: three ustar headers (k/, k/src/, k/src/a.py), no 'x' typeflag.
+  std::string tar;
+  std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), archive_read_free);
+  archive_read_support_filter_gzip(a.get());
+  archive_read_support_format_raw(a.get());
+  archive_read_open_memory(a.get(), bytes->data(), bytes->size());
+  archive_entry* e;
+  ASSERT_EQ(archive_read_next_header(a.get(), &e), ARCHIVE_OK);
+  char buf[4096];
+  for (la_ssize_t n; (n = archive_read_data(a.get(), buf, sizeof buf)) > 0;) tar.append(buf, n);
+  ASSERT_GE(tar.size(), 3u * 512);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(tar.substr(i * 512 + 257, 5), "ustar") << "header " << i;
+    EXPECT_NE(tar[i * 512 + 156], 'x') << "header " << i << " is a pax header";
+  }
+  EXPECT_EQ(tar.substr(2 * 512, 10), std::string("k/src/a.py"));
 }
 
 TEST(PackageTarball, PackingTwiceGivesIdenticalBytes) {
@@ -564,7 +586,7 @@ TEST(PackageTarball, DirectoriesComeFirstInEachLevelWithFixedModes) {
   const std::vector<std::string> expected = {
       "k/ 493", "k/.kernel_package/ 493", "k/.kernel_package/build_test_env.py 493",
       "k/.kernel_package/desc.yaml 420", "k/empty/ 493", "k/src/ 493", "k/src/kernels/ 493",
-      "k/src/kernels/softmax.cu 420", "k/src/caf\xc3\xa9.py 420",
+      "k/src/kernels/softmax.cu 420",
       "k/src/" + std::string(150, 'n') + ".py 420", "k/README.md 420"};
   EXPECT_EQ(names, expected);
 }
@@ -579,6 +601,9 @@ TEST(PackageTarball, RefusesPathsTheReaderWouldRefuse) {
   auto r = package_tarball_bytes(t, "k");
   ASSERT_FALSE(r);
   EXPECT_THAT(r.error().message, HasSubstr("src/../../escape"));
+  PackageTree utf8 = sample_tree();
+  utf8.files.push_back({"src/caf\xc3\xa9.py", "x"});
+  EXPECT_FALSE(package_tarball_bytes(utf8, "k")) << "package names are ASCII";
   PackageTree twice = sample_tree();
   twice.files.push_back(twice.files[0]);
   EXPECT_FALSE(package_tarball_bytes(twice, "k"));
