@@ -426,6 +426,29 @@ TEST(TarballRead, AHeaderClaimingTenGigabytesIsRefusedBeforeItsData) {
   EXPECT_EQ(rules(read(gzip(claim), {}, limits)), std::vector<std::string>{"tar.too-large"});
 }
 
+TEST(TarballRead, AHugePaxHeaderIsRefusedNotBuffered) {
+  // 2 MiB of extended attributes make a 2.8 MB pax header; libarchive refuses
+  // special headers over 1 MiB, so it never sits in memory whole.
+  std::pair<std::string, bool> sink;
+  std::unique_ptr<archive, int (*)(archive*)> a(archive_write_new(), archive_write_free);
+  archive_write_set_format_pax(a.get());
+  archive_write_add_filter_gzip(a.get());
+  archive_write_open(a.get(), &sink, nullptr, collect, nullptr);
+  std::unique_ptr<archive_entry, void (*)(archive_entry*)> e(archive_entry_new(), archive_entry_free);
+  archive_entry_set_pathname(e.get(), "k/.kernel_package/desc.yaml");
+  archive_entry_set_filetype(e.get(), AE_IFREG);
+  archive_entry_set_size(e.get(), 0);
+  const std::string value(2u << 20, 'v');
+  archive_entry_xattr_add_entry(e.get(), "user.big", value.data(), value.size());
+  ASSERT_EQ(archive_write_header(a.get(), e.get()), ARCHIVE_OK);
+  archive_write_close(a.get());
+  TreeLimits limits;
+  limits.max_ratio = 1e12;
+  const TarballRead r = read(sink.first, {}, limits);
+  ASSERT_EQ(rules(r), std::vector<std::string>{"tar.corrupt"});
+  EXPECT_THAT(r.violations[0].detail, HasSubstr("too large"));
+}
+
 TEST(TarballRead, FileAndTotalCapsApplyToRealData) {
   TreeLimits limits;
   limits.max_file_bytes = 1000;
