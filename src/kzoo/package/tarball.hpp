@@ -40,7 +40,7 @@ struct TarballRead {
 // directories need not be entries. Entry violations carry the entry's name
 // (escaped by detail::printable) as path; archive-level ones the file path,
 // or "<upload>" for bytes.
-// Fails (Error) only when the file cannot be opened.
+// Fails (Error) only when the file cannot be opened or is not a regular file.
 Result<TarballRead> read_package_tarball(const std::string& path,
                                          const std::optional<std::string>& expected_kernel_id = {},
                                          const TreeLimits& limits = {});
