@@ -35,7 +35,7 @@ namespace kzoo::store {
 
 struct Person {
   std::string name;   // no '<', '>' or newlines (git refuses them)
-  std::string email;  // may be empty
+  std::string email;  // empty is written as "unknown@kzoo.invalid" (libgit2 refuses empty)
 };
 
 struct CommitInfo {

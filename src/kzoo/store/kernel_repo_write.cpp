@@ -21,6 +21,7 @@ namespace {
 constexpr const char* kMainRef = "refs/heads/main";
 constexpr std::string_view kSrcPrefix = "src/";
 constexpr std::string_view kHarnessPrefix = ".kernel_package/";
+constexpr std::string_view kNoEmail = "unknown@kzoo.invalid";
 
 bool is_race(int rc) { return rc == GIT_EMODIFIED || rc == GIT_ELOCKED || rc == GIT_EEXISTS; }
 
@@ -34,7 +35,10 @@ void backoff(int attempt) {
 
 Result<git::Signature> signature(const Person& p, std::string_view role) {
   git_signature* raw = nullptr;
-  if (int rc = git_signature_now(&raw, p.name.c_str(), p.email.c_str()); rc < 0)
+  // libgit2 refuses an empty email (git itself would write "<>"); submitters
+  // are known by id only, so they get a reserved, obviously fake address.
+  std::string email = p.email.empty() ? std::string(kNoEmail) : p.email;
+  if (int rc = git_signature_now(&raw, p.name.c_str(), email.c_str()); rc < 0)
     return git::fail_git(fmt::format("{} \"{} <{}>\" is not a valid git identity (no '<', '>' or newlines; name "
                                      "must not be empty)",
                                      role, p.name, p.email),
