@@ -53,6 +53,7 @@ CREATE UNIQUE INDEX jobs_one_active ON jobs(submission_id) WHERE state IN ('queu
 CREATE INDEX jobs_queued ON jobs(id) WHERE state = 'queued';
 CREATE INDEX jobs_leases ON jobs(lease_expires_at) WHERE state = 'running';
 CREATE INDEX jobs_by_submission ON jobs(submission_id, id);
+CREATE INDEX jobs_by_state ON jobs(state);
 CREATE INDEX submissions_by_kernel ON submissions(kernel_id, id);
 CREATE INDEX submissions_by_submitter ON submissions(submitter_id, id);
 )SQL"},
