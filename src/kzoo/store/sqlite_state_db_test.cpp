@@ -308,6 +308,18 @@ TEST_F(StateDbTest, AnExpiredLeaseReturnsTheJobToTheQueueAndLocksOutTheOldWorker
   EXPECT_EQ(submission_state(j.submission_id), State::accepted);
 }
 
+TEST_F(StateDbTest, AHolderPastItsLeaseMayStillCompleteUntilTheJobIsTakenBack) {
+  // The work is done and nobody else has the job yet: keep the result rather
+  // than run the job again. Once requeue_expired ran, the same call is refused.
+  Job j = queued();
+  ASSERT_TRUE(db->claim_job("w1", 10));
+  now += 60'000;
+  auto late = db->complete(j.id, "w1", accepted());
+  ASSERT_TRUE(late) << late.error().message;
+  EXPECT_TRUE(db->requeue_expired(now)->empty()) << "a completed job is not requeued";
+  EXPECT_EQ(submission_state(j.submission_id), State::accepted);
+}
+
 TEST_F(StateDbTest, AJobThatKeepsLosingItsLeaseFailsAfterMaxAttempts) {
   Job j = queued(2);
   for (int attempt = 1; attempt <= 2; ++attempt) {
