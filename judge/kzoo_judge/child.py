@@ -151,15 +151,23 @@ class Harness:
         return ("done", times, norm)
 
     def profile(self, opts):
-        """Untimed profiler pass over the prepared sets: op and kernel names."""
+        """Untimed profiler pass over the prepared sets: op/kernel names, and the outputs (checked too)."""
         import torch
         from torch.profiler import ProfilerActivity, profile
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device == "cuda" else [])
+        outs = []
         with profile(activities=acts) as prof:
             for args in self.sets:
-                self.fn(*args)
+                outs.append(self.fn(*args))
             self._sync()
-        return ("profile", _events(prof, self.device), len(self.sets))
+        norm = []
+        for i, r in enumerate(outs):
+            lst, why = _normalise(r)
+            if why:
+                return ("bad_output", i, why)
+            norm.append(lst)
+        self.keep = norm
+        return ("profile", _events(prof, self.device), len(self.sets), norm)
 
 
 def _events(prof, device):

@@ -165,12 +165,12 @@ class Judge:
             for st in sets:
                 for t in st:
                     t.share_memory_()
-        opts = {"poison": 2 * self._set_bytes(dims) + 4096 if mode == "call" else 0, "flush": mode != "call"}
+        opts = {"poison": 2 * self._set_bytes(dims) + 4096 if mode in ("call", "profile") else 0, "flush": mode == "timed"}
         self.child.request(("prepare", sets), 120)
         if self.device == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter_ns()
-        self.child.send(("go", "submission", opts))
+        self.child.send(("profile", opts) if mode == "profile" else ("go", "submission", opts))
         try:
             r = self.child.recv(self.opt.call_timeout_s * len(sets) + 30)
         except ChildFailure as e:
@@ -180,9 +180,12 @@ class Judge:
             raise CaseFailure("error", "the submission raised on call %d: %s" % (r[1], r[2].strip().splitlines()[-1] if r[2].strip() else "?"))
         if r[0] == "bad_output":
             raise CaseFailure("incorrect", "call %d: %s" % (r[1], r[2]))
-        if r[0] != "done" or len(r) != 3 or len(r[2]) != len(sets) or len(r[1]) != len(sets):
+        if mode == "profile" and r[0] == "profile" and len(r) == 4 and len(r[3]) == len(sets):
+            child_ns, outs = r[1:3], r[3]  # (events, calls) in place of times
+        elif r[0] != "done" or len(r) != 3 or len(r[2]) != len(sets) or len(r[1]) != len(sets):
             raise CaseFailure("error", "the child broke the protocol: %r" % (r[0],))
-        child_ns, outs = list(r[1]), r[2]
+        else:
+            child_ns, outs = list(r[1]), r[2]
         self.child.stop()
         try:
             self._verify_batch(dims, seeds, sets, outs, labels, record)
@@ -298,23 +301,14 @@ class Judge:
             done += n
         return samples, flagged, figures, overhead
 
-    def profile(self, case, dims):
-        """Untimed profiler pass (child) + the reference's profile (judge): gate figures and messages."""
+    def profile(self, case, dims, verdicts):
+        """Untimed profiler pass (child; its outputs are checked like any other) and the reference's profile (judge)."""
         from torch.profiler import ProfilerActivity, profile as tprofile
-        seeds = [self.secret.derive("profile", case.id, k) for k in range(2)]
-        sets = [inputs.make_inputs(self.task, dims, s, self.device) for s in seeds]
-        if self.device == "cpu":
-            for st in sets:
-                for t in st:
-                    t.share_memory_()
-        self.child.request(("prepare", sets), 120)
-        r = self.child.request(("profile", {}), self.opt.call_timeout_s * 2 + 30)
-        if r[0] != "profile":
-            raise CaseFailure("error", "profiler pass failed: %s" % (r[1:],))
-        events, calls = r[1], r[2]
+        (events, calls), _ = self._batch(dims, [("profile", case.id, k) for k in range(2)], "profile", verdicts.append)
+        pristine = inputs.make_inputs(self.task, dims, self.secret.derive("profile-ref", case.id), self.device)
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device == "cuda" else [])
         with tprofile(activities=acts) as prof:
-            reference.run(self.ref, self.task, sets[0])
+            reference.run(self.ref, self.task, pristine)
             if self.device == "cuda":
                 torch.cuda.synchronize()
         ref_names = [ev.name for ev in prof.events()]
@@ -357,7 +351,7 @@ class Judge:
         try:
             self._ensure_child(cases)
             samples, flagged, figures, overhead = self.timed(case, dims, verdicts)
-            events, calls, ref_names = self.profile(case, dims)
+            events, calls, ref_names = self.profile(case, dims, verdicts)
         except (CaseFailure, ChildFailure) as e:
             status = getattr(e, "status", "error")
             if status in ("timeout", "error") or isinstance(e, ChildFailure):

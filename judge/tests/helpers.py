@@ -82,3 +82,45 @@ def judge(task_raw, module_code, options=None, device="cpu", key=b"k" * 32, kern
 
 def case0(doc):
     return doc["cases"][0]
+
+
+JUDGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_cli(task_raw, module_code, extra_args=(), key=None, timeout=600, env_extra=None):
+    """Run `python3 -m kzoo_judge run` as a separate judge process with a seed on an fd.
+
+    Returns (returncode, stdout bytes, stderr text, key)."""
+    import subprocess
+    import sys
+    key = key or os.urandom(32)
+    box = Sandbox(module_code, task_raw["definition"].get("module", "kernel.py"))
+    try:
+        tpath = os.path.join(box.dir, "task.json")
+        with open(tpath, "w") as f:
+            json.dump(task_raw, f)
+        r, w = os.pipe()
+        os.write(w, key.hex().encode())
+        os.close(w)
+        env = dict(os.environ)
+        env["KZOO_SEED_FD"] = str(r)
+        env["PYTHONPATH"] = JUDGE_ROOT
+        env.update(env_extra or {})
+        args = [sys.executable, "-m", "kzoo_judge", "run", "--task", tpath, "--module-dir", box.src, "--device", "cpu",
+                "--iterations", "6", "--warmup", "1", "--trials", "2"] + list(extra_args)
+        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(r,), env=env,
+                           cwd=box.dir, timeout=timeout)
+        os.close(r)
+        return p.returncode, p.stdout, p.stderr.decode(errors="replace"), key
+    finally:
+        box.close()
+
+
+def signature_ok(stdout, stderr, key):
+    import hashlib
+    import hmac
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    if not lines or not lines[-1].startswith("kzoo-judge-signature: "):
+        return False
+    sig = lines[-1].split(": ", 1)[1].strip()
+    return hmac.compare_digest(sig, hmac.new(key, stdout, hashlib.sha256).hexdigest())
