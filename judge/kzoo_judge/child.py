@@ -143,7 +143,7 @@ class Harness:
             times = [int(s.elapsed_time(e) * 1e6) for s, e in zip(starts, ends)]
         norm = []
         for i, r in enumerate(outs):
-            lst, why = _normalise(r)
+            lst, why = _normalise(r, self.sets[i])
             if why:
                 return ("bad_output", i, why)
             norm.append(lst)
@@ -162,7 +162,7 @@ class Harness:
             self._sync()
         norm = []
         for i, r in enumerate(outs):
-            lst, why = _normalise(r)
+            lst, why = _normalise(r, self.sets[i])
             if why:
                 return ("bad_output", i, why)
             norm.append(lst)
@@ -189,17 +189,38 @@ def _events(prof, device):
     return out
 
 
-def _normalise(r):
+def _span(t):
+    if t.numel() == 0:
+        return None
+    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    n = st.nbytes() if hasattr(st, "nbytes") else st.size() * t.element_size()
+    return (t.device.type, st.data_ptr(), st.data_ptr() + n)
+
+
+def _overlap(a, b):
+    return a is not None and b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
+
+def _normalise(r, args):
+    """Outputs as a list, or the reason they cannot be sent. The aliasing check
+    here matters on the GPU, where a received CUDA tensor cannot be sent back
+    (the judge checks CPU aliasing itself, authoritatively)."""
     import torch
     if r is None:
         return [], None
-    if isinstance(r, (tuple, list)):
-        items = list(r)
-    else:
-        items = [r]
+    items = list(r) if isinstance(r, (tuple, list)) else [r]
     for j, t in enumerate(items):
         if type(t) is not torch.Tensor:
             return None, "output %d is a %s, not exactly torch.Tensor (subclasses and lazy results are refused)" % (j, type(t).__name__)
+    in_spans = [_span(a) for a in args if isinstance(a, torch.Tensor)]
+    out_spans = [_span(t) for t in items]
+    for j, sp in enumerate(out_spans):
+        for k, isp in enumerate(in_spans):
+            if _overlap(sp, isp):
+                return None, "output %d shares memory with input %d (aliasing is refused)" % (j, k)
+        for k in range(j):
+            if _overlap(sp, out_spans[k]):
+                return None, "outputs %d and %d share memory (aliasing is refused)" % (k, j)
     return items, None
 
 
@@ -242,7 +263,11 @@ def main():
             if isinstance(e, KeyboardInterrupt):
                 raise
             reply = ("error", "".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:])
-        conn.send_bytes(ForkingPickler.dumps(reply))
+        try:
+            data = ForkingPickler.dumps(reply)
+        except Exception as e:  # noqa: BLE001 - an unsendable output is the submission's fault
+            data = ForkingPickler.dumps(("error", "the child could not send its reply: %s: %s" % (type(e).__name__, e)))
+        conn.send_bytes(data)
 
 
 if __name__ == "__main__":

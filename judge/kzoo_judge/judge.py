@@ -37,6 +37,8 @@ class Options:
         self.call_timeout_s = float(raw.get("call_timeout_s", 120.0))
         self.load_timeout_s = float(raw.get("load_timeout_s", 600.0))
         self.grace_ms = float(raw.get("grace_ms", 2.0 if device == "cpu" else 5.0))
+        # Added to a batch's deadline for first-call costs (CUDA init, JIT compiles).
+        self.batch_slack_s = float(raw.get("batch_slack_s", 30.0))
         if self.iterations < 1 or self.warmup < 0 or self.trials < 1:
             raise ValueError("KZOO_OPTIONS: iterations >= 1, warmup >= 0, trials >= 1")
 
@@ -172,14 +174,16 @@ class Judge:
         t0 = time.perf_counter_ns()
         self.child.send(("profile", opts) if mode == "profile" else ("go", "submission", opts))
         try:
-            r = self.child.recv(self.opt.call_timeout_s * len(sets) + 30)
+            r = self.child.recv(self.opt.call_timeout_s * len(sets) + self.opt.batch_slack_s)
         except ChildFailure as e:
             raise CaseFailure("timeout" if e.kind == "timeout" else "error", str(e))
         wall = time.perf_counter_ns() - t0
         if r[0] == "raised":
             raise CaseFailure("error", "the submission raised on call %d: %s" % (r[1], r[2].strip().splitlines()[-1] if r[2].strip() else "?"))
         if r[0] == "bad_output":
-            raise CaseFailure("incorrect", "call %d: %s" % (r[1], r[2]))
+            raise CaseFailure("incorrect", "call %d: %s" % (r[1], self._name_indices(str(r[2]))))
+        if r[0] == "error":
+            raise CaseFailure("error", "the child reported: %s" % str(r[1]).strip()[-800:])
         if mode == "profile" and r[0] == "profile" and len(r) == 4 and len(r[3]) == len(sets):
             child_ns, outs = r[1:3], r[3]  # (events, calls) in place of times
         elif r[0] != "done" or len(r) != 3 or len(r[2]) != len(sets) or len(r[1]) != len(sets):
@@ -244,6 +248,16 @@ class Judge:
             for sp, sh in zip(specs, shapes):
                 total += int(torch.Size(sh).numel()) * torch.empty((), dtype=dtypes.torch_dtype(sp.dtype)).element_size()
         return total
+
+    def _name_indices(self, reason):
+        """The child speaks in indices ("output 0 ... input 1"); the message names the tensors."""
+        import re
+        outs = [sp.name for sp in self.task.returned_outputs()]
+        ins = [sp.name for sp in self.task.inputs]
+        pick = lambda names, i: repr(names[i]) if i < len(names) else str(i)  # noqa: E731
+        reason = re.sub(r"\boutputs (\d+) and (\d+)", lambda m: "outputs %s and %s" % (pick(outs, int(m.group(1))), pick(outs, int(m.group(2)))), reason)
+        reason = re.sub(r"\boutput (\d+)", lambda m: "output %s" % pick(outs, int(m.group(1))), reason)
+        return re.sub(r"\binput (\d+)", lambda m: "input %s" % pick(ins, int(m.group(1))), reason)
 
     def _ret_index(self, j):
         names = [s.name for s in self.task.outputs]
