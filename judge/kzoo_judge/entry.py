@@ -130,8 +130,29 @@ def run_judge(task, cases, secret, device, module_dir, options, kernel_id, runne
     _, dev_class = device_class()
     opt = options if isinstance(options, Options) else Options(options, device)
     module_path = os.path.join(module_dir, task.module)
-    j = Judge(task, secret, device, module_path, module_dir, opt, dev_class, l2_bytes(device, dev_class), kernel_id, runner_id)
-    return j.run(cases)
+    j = None
+    try:
+        j = Judge(task, secret, device, module_path, module_dir, opt, dev_class, l2_bytes(device, dev_class), kernel_id, runner_id)
+        return j.run(cases)
+    except Exception as e:  # noqa: BLE001 - the judge still owes the runner one document
+        import traceback
+        traceback.print_exc(file=sys.stderr)
+        return internal_error_document(cases, kernel_id, runner_id, device, "judge internal error: %s: %s" % (type(e).__name__, e))
+    finally:
+        if j is not None:
+            j._drop_child()
+
+
+def internal_error_document(cases, kernel_id, runner_id, device, message):
+    import time
+    from .judge import arch
+    return {
+        "schema_version": "1", "kernel_id": kernel_id, "ran_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runner_id": runner_id, "arch": arch(device),
+        "overall": {"accept": False, "accept_reason": message, "build_ok": True},
+        "cases": [{"test_case_id": c.id, "status": "error", "correct": False, "error_rel": None, "error_abs_max": None,
+                   "metrics": {}, "samples": 0, "spread": None, "gates": {}, "message": message} for c in cases],
+    }
 
 
 def run_package_benchmark(metas, argv=None):
