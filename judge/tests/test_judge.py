@@ -329,3 +329,15 @@ class OnTheGpu(unittest.TestCase):
     def test_aliasing_on_the_gpu(self):
         c = case0(h.judge(h.softmax_task(), "def softmax(x):\n    return x\n", device="cuda"))
         self.assertEqual(c["status"], "incorrect")
+
+
+@unittest.skipUnless(__import__("torch").cuda.is_available(), "needs CUDA")
+class HardenedJudgeOnTheGpu(unittest.TestCase):
+    """The CLI judge is non-dumpable (PR_SET_DUMPABLE 0): CUDA IPC must still work both ways."""
+
+    def test_cli_in_place_and_returned_outputs(self):
+        for task, code in ((inplace_task(), "def add_(x, r):\n    x.add_(r)\n"), (h.softmax_task(), h.GOOD_SOFTMAX)):
+            rc, out, err, key = h.run_cli(task, code, extra_args=["--device", "cuda"])
+            self.assertEqual(rc, 0, err[-3000:])
+            self.assertTrue(h.signature_ok(out, err, key))
+            self.assertTrue(json.loads(out)["arch"].startswith("sm_"))
