@@ -182,9 +182,12 @@ GradeOutcome verify_benchmark_output(const SandboxResult& run, std::string_view 
                                                        std::to_string(run.stdout_data.size()) + " bytes on stdout"));
   std::string ended = run.signal ? "was killed by signal " + std::to_string(run.signal)
                                  : "exited with status " + std::to_string(run.exit_code);
+  // No result at all is a rejection, not an error: the submission runs in the
+  // same uid as the judge and can kill it, and must not turn its own failure
+  // into an "infrastructure error" that might be retried or excused.
   if (run.stdout_data.find_first_not_of(" \t\r\n") == std::string::npos)
-    return with_tail(outcome(GradeStatus::error, "benchmark.py " + ended + " without printing a result; its stderr ends:\n" +
-                                                    strip_signature_line(run.stderr_tail)));
+    return with_tail(outcome(GradeStatus::rejected, "benchmark.py " + ended + " without printing a signed result; its stderr ends:\n" +
+                                                       strip_signature_line(run.stderr_tail)));
   if (auto sig = verify_judge_signature(seed, run.stdout_data, run.stderr_tail); !sig)
     return with_tail(outcome(GradeStatus::rejected, sig.error().message));
   auto doc = format::parse_json(run.stdout_data, "benchmark.py stdout");

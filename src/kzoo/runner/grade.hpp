@@ -72,11 +72,13 @@ Result<SandboxResult> run_harness_step(const Workdir& w, const std::string& scri
                                        std::vector<std::pair<std::string, std::string>> env,
                                        std::string_view seed, SandboxSpec base, const SandboxOptions& options);
 
-// The checks on benchmark.py's output, in order: a signature matching the
-// seed (else rejected: forged), exactly one strict JSON document (else
-// error), valid against the benchmark_output schema and naming `kernel_id`
-// (else error). On success `document` holds it and status reflects
-// overall.accept.
+// The checks on benchmark.py's output, in order: killed at the time or
+// memory limit, over the stdout cap, or no output at all (rejected: the
+// submission can kill the judge, so a missing result is its failure); a
+// signature matching the seed (else rejected: forged); exactly one strict
+// JSON document (else error), valid against the benchmark_output schema and
+// naming `kernel_id` (else error). On success `document` holds it and status
+// reflects overall.accept.
 GradeOutcome verify_benchmark_output(const SandboxResult& run, std::string_view seed,
                                      const std::string& kernel_id);
 
