@@ -42,7 +42,7 @@ struct GradeOptions {
   std::uint64_t max_pids = 4096;         // threads count too
   bool sandboxed = true;
   bool keep_workdir = false;
-  std::string bwrap = "/usr/bin/bwrap";
+  std::string bwrap = default_bwrap_path();
   std::function<void(std::string_view)> progress;   // one line per phase
   std::function<void(std::string_view)> on_stderr;  // raw stderr chunks (untrusted bytes)
 };

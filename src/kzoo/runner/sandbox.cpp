@@ -1,6 +1,7 @@
 // bwrap's command line for a SandboxSpec. The running of it (fork, limits,
 // output collection) is in sandbox_run.cpp.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -67,6 +68,11 @@ void add(std::vector<std::string>& v, std::initializer_list<std::string> items) 
 }
 
 }  // namespace
+
+std::string default_bwrap_path() {
+  const char* env = std::getenv("KZOO_BWRAP");
+  return env && *env ? env : "/usr/bin/bwrap";
+}
 
 std::string visible_path(const SandboxSpec& spec, const SandboxOptions& options, const std::string& host) {
   if (!options.sandboxed) return host;

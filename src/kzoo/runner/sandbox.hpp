@@ -93,9 +93,13 @@ struct SandboxResult {
   bool exited_ok() const { return exit_code == 0 && signal == 0 && !timed_out && !oom; }
 };
 
+// $KZOO_BWRAP when set (a bwrap unpacked from Debian's .deb on a machine
+// without the package), else /usr/bin/bwrap.
+std::string default_bwrap_path();
+
 struct SandboxOptions {
   bool sandboxed = true;  // false (--no-sandbox): same argv, env, limits; no namespaces
-  std::string bwrap = "/usr/bin/bwrap";
+  std::string bwrap = default_bwrap_path();
   // When running as root: the uid/gid the program runs as.
   uid_t uid = 65534;
   gid_t gid = 65534;

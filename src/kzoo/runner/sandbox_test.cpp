@@ -344,6 +344,16 @@ TEST_F(SandboxTest, GpuDeviceNodesArePassedThroughWhenPresent) {
   auto r = run(s);
   ASSERT_EQ(r.exit_code, 0) << r.stderr_tail;
   for (const auto& n : nodes) EXPECT_THAT(r.stdout_data, HasSubstr(n));
+
+  // And CUDA works through them, as the unprivileged sandbox uid.
+  auto cuda = py("import torch\nx = torch.ones(1024, device='cuda')\n"
+                 "print('cuda', torch.cuda.is_available(), float((x * 2).sum()))\n");
+  cuda.devices = nodes;
+  cuda.memory_bytes = 16ull << 30;
+  cuda.max_pids = 1024;
+  auto c = run(cuda);
+  EXPECT_EQ(c.exit_code, 0) << c.stderr_tail;
+  EXPECT_THAT(c.stdout_data, HasSubstr("cuda True 2048.0"));
 }
 
 TEST(BwrapArgv, NamesEveryProtectionAndOrdersBindsSoLaterOnesCoverEarlierOnes) {

@@ -50,7 +50,8 @@ inline std::string read_file(const std::string& path) {
 // Empty when bwrap works here; otherwise why it does not (for GTEST_SKIP).
 inline std::string bwrap_unusable_reason() {
   static const std::string reason = [] {
-    if (::access("/usr/bin/bwrap", X_OK) != 0) return std::string("bubblewrap is not installed");
+    if (::access(default_bwrap_path().c_str(), X_OK) != 0)
+      return "bubblewrap is not installed (" + default_bwrap_path() + ")";
     TempDir wd;
     SandboxSpec spec;
     spec.argv = {"/usr/bin/true"};
