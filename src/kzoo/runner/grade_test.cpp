@@ -233,15 +233,15 @@ def run_package_benchmark(metas):
     sys.exit(0 if ok else 1)
 )PY";
 
-const char* kDesc = R"(schema_version: 1
+const char* kDesc = R"(schema_version: "1"
 name: fake-kernel
-category: normalization
+category: {arch: any, op_class: elementwise, sub_class: scale, quant: fp32}
 summary: A package for grading tests
 description: Exercises kzoo grade with a fake judge.
 io_signature:
   - {name: x, direction: in, dtype: float32, shape: [N]}
   - {name: y, direction: out, dtype: float32, shape: [N]}
-quantization: none
+quantization: {scheme: none}
 reference_sources:
   - {kind: task, ref: faketask}
 )";
@@ -259,7 +259,7 @@ if __name__ == "__main__":
 void write_package(const std::string& dir, const std::string& kernel_id) {
   testing::write_file(dir + "/.kernel_package/desc.yaml", kDesc);
   testing::write_file(dir + "/.kernel_package/bench_result.yaml",
-                      "schema_version: 1\nkernel_id: " + kernel_id + "\ncases: []\n");
+                      "schema_version: \"1\"\nkernel_id: " + kernel_id + "\ncases: []\n");
   testing::write_file(dir + "/.kernel_package/build_test_env.py",
                       "from kzoo_judge.entry import build_test_env\nraise SystemExit(build_test_env())\n");
   testing::write_file(dir + "/.kernel_package/benchmark.py", kBenchmark);
@@ -325,6 +325,19 @@ TEST_F(GradeTest, ATarballIsGradedLikeItsDirectory) {
   auto g = grade(o);
   EXPECT_EQ(g.status, GradeStatus::accepted) << g.reason << "\n" << g.stderr_tail;
   EXPECT_EQ(g.kernel_id, "demo/fake");
+}
+
+TEST_F(GradeTest, APackageBreakingInspectionIsRejectedWithItsViolationsAndNeverRun) {
+  std::string pkg = root / "sub/demo/fake";
+  write_package(pkg, "demo/fake");
+  testing::write_file(pkg + "/src/expected_output.pt", std::string("PK\x03\x04", 4) + std::string(64, '\0'));
+  o.package_path = pkg;
+  o.keep_workdir = true;
+  auto g = grade(o);
+  EXPECT_EQ(g.status, GradeStatus::rejected);
+  EXPECT_FALSE(g.violations.empty());
+  EXPECT_THAT(g.reason, HasSubstr("expected_output.pt"));
+  EXPECT_TRUE(g.workdir.empty()) << "a workdir was laid out for a package that failed inspection";
 }
 
 TEST_F(GradeTest, AMissingTaskIsAnErrorThatSaysHowToFixIt) {
