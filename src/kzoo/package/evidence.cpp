@@ -372,16 +372,29 @@ Violations scan_file_for_evidence(const PackageFile& file, const std::string& di
   }
   if (content.size() > limits.max_source_bytes) return out;
 
-  if (auto f = evidence_detail::find_encoded_blob(content)) add(f->rule, f->pointer, f->detail, kFixData);
+  // Old-Mac line ends (a lone CR) would hide every line structure below.
+  std::string normalised;
+  sv text = content;
+  for (std::size_t i = 0; i < content.size(); ++i) {
+    if (content[i] == '\r' && (i + 1 == content.size() || content[i + 1] != '\n')) {
+      normalised.assign(content);
+      for (std::size_t k = 0; k < normalised.size(); ++k)
+        if (normalised[k] == '\r' && (k + 1 == normalised.size() || normalised[k + 1] != '\n')) normalised[k] = '\n';
+      text = normalised;
+      break;
+    }
+  }
+  if (auto f = evidence_detail::find_encoded_blob(text)) add(f->rule, f->pointer, f->detail, kFixData);
+  if (auto f = evidence_detail::find_compiler_output(text)) add(f->rule, f->pointer, f->detail, kFixBuild);
   if (authored_meta) return out;  // numbers and key: value lines are what these files are made of
   const TextKind kind = text_kind_of(base, ext);
   const bool meta_by_name = ext == "json" || ext == "yaml" || ext == "yml" || ext == "xml" || ext == "jsonl";
   if (!meta_by_name) {
-    if (auto f = evidence_detail::find_metadata_document(content, kind)) add(f->rule, f->pointer, f->detail, kFixMeta);
+    if (auto f = evidence_detail::find_metadata_document(text, kind)) add(f->rule, f->pointer, f->detail, kFixMeta);
   }
-  if (auto f = evidence_detail::find_log(content, kind)) add(f->rule, f->pointer, f->detail, kFixLog);
+  if (auto f = evidence_detail::find_log(text, kind)) add(f->rule, f->pointer, f->detail, kFixLog);
   if (ext != "csv" && ext != "tsv") {
-    if (auto f = evidence_detail::find_table(content, kind)) add(f->rule, f->pointer, f->detail, kFixTable);
+    if (auto f = evidence_detail::find_table(text, kind)) add(f->rule, f->pointer, f->detail, kFixTable);
   }
   return out;
 }

@@ -284,6 +284,49 @@ cases:
     updated_at: "2026-11-29T14:05:00Z"
 )";
 
+const char* kDoctest = R"PY(def checked_rows(x):
+    """Rows of `x`, checked.
+
+    >>> checked_rows([[1, 2], [3, 4]])
+    2
+    >>> checked_rows(5)
+    Traceback (most recent call last):
+        ...
+    TypeError: expected a list of rows
+    >>> checked_rows([])
+    Traceback (most recent call last):
+        ...
+    ValueError: no rows
+    """
+    if not isinstance(x, list):
+        raise TypeError("expected a list of rows")
+    if not x:
+        raise ValueError("no rows")
+    return len(x)
+)PY";
+
+const char* kDefines = "#pragma once\n/* Tile shapes, aligned with tabs. */\n#define TILE_M\t128\n#define TILE_N\t256\n"
+                       "#define TILE_K\t64\n#define STAGES\t4\n#define WARPS\t8\n#define SPLIT_K\t1\n"
+                       "enum Mode { kA = 0, kB = 1, kC = 2 };\nint f(int a, int b);\nint g(int a, int b);\n";
+
+const char* kRstDocs = R"(Defaults
+========
+
++----------------+---------+----------+
+| dtype          | low     | high     |
++================+=========+==========+
+| bool           | ``0``   | ``2``    |
++----------------+---------+----------+
+| uint8          | ``0``   | ``10``   |
++----------------+---------+----------+
+| int8           | ``-9``  | ``10``   |
++----------------+---------+----------+
+| int32          | ``-9``  | ``10``   |
++----------------+---------+----------+
+| float          | ``-9``  | ``9``    |
++----------------+---------+----------+
+)";
+
 class MustPass : public ::testing::TestWithParam<Authored> {};
 
 TEST_P(MustPass, NoEvidenceViolation) {
@@ -305,7 +348,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Authored{"LICENSE", kMit}, Authored{"src/CMakeLists.txt", kCMake},
                       Authored{"src/setup.py", kSetupPy}, Authored{"src/Makefile", kMakefile},
                       Authored{".gitignore", kGitignore}, Authored{"src/config.py", kDataclass},
-                      Authored{"src/__init__.py", ""}));
+                      Authored{"src/__init__.py", ""}, Authored{"src/rows.py", kDoctest},
+                      Authored{"src/tiles.h", kDefines}, Authored{"src/DEFAULTS.rst", kRstDocs}));
 
 }  // namespace
 }  // namespace kzoo::package

@@ -69,10 +69,16 @@ sv strip_comment(sv line) {
 
 // A number, optionally signed, decimal/float/hex, optionally followed by a
 // unit or percent sign: "12", "-3.5e-4", "0x1f", "1.53x", "0.12ms", "87%".
-bool is_numeric_cell(sv cell) {
+// **1.5**, `1.5`, "1.5" (quoted CSV), (1.0) (pytest-benchmark ratios)
+sv strip_decoration(sv cell) {
   sv c = trim(cell);
-  while (!c.empty() && (c.front() == '*' || c.front() == '`')) c.remove_prefix(1);
-  while (!c.empty() && (c.back() == '*' || c.back() == '`')) c.remove_suffix(1);
+  while (!c.empty() && std::strchr("*`\"'(", c.front()) && c.front() != '\0') c.remove_prefix(1);
+  while (!c.empty() && std::strchr("*`\"')", c.back()) && c.back() != '\0') c.remove_suffix(1);
+  return c;
+}
+
+bool is_numeric_cell(sv cell) {
+  sv c = strip_decoration(cell);
   if (c.empty()) return false;
   std::string l = lower(c);
   if (l == "nan" || l == "inf" || l == "-inf" || l == "+inf") return true;
@@ -213,6 +219,24 @@ LineTokens tokenize_numbers(sv line) {
   return t;
 }
 
+// "00000010: 0201 0100 0000 0000 ..." (xxd), "00000010  02 01 01 00 ..." (hexdump -C)
+bool is_hexdump_line(sv t) {
+  std::size_t i = 0;
+  while (i < t.size() && is_hex(t[i])) ++i;
+  if (i < 6 || i > 16 || i >= t.size() || (t[i] != ':' && t[i] != ' ')) return false;
+  std::size_t groups = 0;
+  while (i < t.size()) {
+    while (i < t.size() && (t[i] == ' ' || t[i] == ':')) ++i;
+    std::size_t j = i;
+    while (j < t.size() && is_hex(t[j])) ++j;
+    std::size_t len = j - i;
+    if (len < 2 || len > 8 || (j < t.size() && t[j] != ' ')) break;
+    ++groups;
+    i = j;
+  }
+  return groups >= 4;
+}
+
 }  // namespace
 
 std::optional<Finding> find_encoded_blob(sv text) {
@@ -240,6 +264,7 @@ std::optional<Finding> find_encoded_blob(sv text) {
   // (2) Base64 wrapped over many lines ("...\n" columns, implicit string
   // concatenation, PEM bodies), and (3) runs of \xNN escapes.
   std::size_t column_total = 0, column_start = 0, escape_total = 0, escape_start = 0;
+  std::size_t hexdump_lines = 0, hexdump_start = 0, dense_total = 0, dense_lines = 0, dense_start = 0;
   std::size_t data_numbers = 0, precise = 0, first_data_line = 0;
   bool seen_data = false;
   for (std::size_t n = 0; n < lines.size(); ++n) {
@@ -294,6 +319,30 @@ std::optional<Finding> find_encoded_blob(sv text) {
       }
     } else {
       escape_total = 0;
+    }
+    // (5) xxd / hexdump -C output: an offset, then groups of hex digits.
+    if (is_hexdump_line(t)) {
+      if (hexdump_lines++ == 0) hexdump_start = n;
+      if (hexdump_lines >= 8) {
+        return Finding{"evidence.encoded-blob", line_ptr(hexdump_start),
+                       "holds a hex dump (xxd/hexdump/od output): a binary written out as text"};
+      }
+    } else {
+      hexdump_lines = 0;
+    }
+    // (6) Long lines without a single space, line after line: base85,
+    // uuencode, minified data. Authored code has spaces.
+    if (t.size() >= 60 && t.find(' ') == sv::npos && t.find('\t') == sv::npos) {
+      if (dense_total == 0) dense_start = n;
+      dense_total += t.size();
+      ++dense_lines;
+      if (dense_lines >= 16 && dense_total > kBlobRun) {
+        return Finding{"evidence.encoded-blob", line_ptr(dense_start),
+                       std::to_string(dense_lines) + " consecutive lines of 60+ characters without a space (" +
+                           std::to_string(dense_total) + " characters): encoded or minified data"};
+      }
+    } else {
+      dense_total = 0, dense_lines = 0;
     }
     // (4) Pasted numbers: lines that are (almost) nothing but number
     // literals. A lookup table of a few hundred entries passes; a tensor's
@@ -394,8 +443,11 @@ bool is_measurement_line(sv s) {
   std::size_t numbers = 0;
   bool unit = false;
   for (std::size_t k = 0; k < tokens.size(); ++k) {
-    sv tk = tokens[k];
+    sv tk = strip_decoration(tokens[k]);
     while (!tk.empty() && tk.back() == ':') tk.remove_suffix(1);
+    // A quote glued to a number is a string literal in code, not a reading.
+    if (tk.size() != trim(tokens[k]).size() && (tokens[k].find('"') != sv::npos || tokens[k].find('\'') != sv::npos))
+      continue;
     if (is_numeric_cell(tk)) {
       ++numbers;
       std::string l = lower(tk);
@@ -414,10 +466,12 @@ bool is_measurement_line(sv s) {
 bool is_strong_marker(sv raw) {
   sv s = strip_comment(raw);
   while (!s.empty() && (s.front() == '|' || is_space(s.front()))) s.remove_prefix(1);
-  static const std::array<sv, 14> markers = {
+  static const std::array<sv, 22> markers = {
       "ptxas info", "==PROF==", "Traceback (most recent call last)", "NVIDIA-SMI ", "Driver Version:",
       "PyTorch version:", "CUDA used to build PyTorch:", "CUDA Kernel Statistics", "CUDA API Statistics",
-      "GPU activities:", "Collecting data...", "Generating '", "Self CPU time total:", "Self CUDA time total:"};
+      "GPU activities:", "Collecting data...", "Generating '", "Self CPU time total:", "Self CUDA time total:",
+      "** CUDA GPU Kernel Summary", "** CUDA API Summary", "** CUDA GPU MemOps Summary", "** OS Runtime Summary",
+      "Generating SQLite file", "Triton autotuning for function", "==ERROR== ", "========= COMPUTE-SANITIZER"};
   for (sv m : markers)
     if (starts_with(s, m)) return true;
   return false;
@@ -497,7 +551,10 @@ std::optional<Finding> find_log(sv text, TextKind kind) {
     sv t = trim(lines[n]);
     for (sv e : env_vars)
       if (starts_with(t, e)) env_seen.insert(e);
-    if (is_strong_marker(t) && strong++ == 0) first_strong = n;
+    // Doctests show exceptions as "Traceback (most recent call last):": in
+    // code that header alone proves nothing; the frames below it still count.
+    bool doctest_like = kind == TextKind::Code && starts_with(strip_comment(t), "Traceback (most recent call last)");
+    if (!doctest_like && is_strong_marker(t) && strong++ == 0) first_strong = n;
     if (t.empty() || is_rule_line(t)) continue;  // blank and ruler lines neither count nor break a run
     ++counted;
     if (is_log_line(t)) {
@@ -584,15 +641,18 @@ struct TableRun {
 
 }  // namespace
 
-// Column-aligned output (pandas, profilers, hand-pasted results): rows that
-// start with at least three number tokens. Rows are grouped by that count
-// so a trailing free-text column ("void at::native::...") does not matter.
+// Column-aligned output (pandas, profilers, pytest-benchmark, hand-pasted
+// results): whitespace-separated rows with at least three number tokens
+// making up most of the row. Rows are grouped by their count of numbers, so
+// a label column or a free-text name ("void at::native::...") does not matter.
 std::optional<Finding> find_aligned_table(const std::vector<sv>& lines, TextKind kind) {
-  std::size_t lead_of_run = 0, rows = 0, start = 0;
+  std::size_t sig_of_run = 0, rows = 0, start = 0;
   bool perf = false;
   std::string header;
   auto verdict = [&]() -> std::optional<Finding> {
-    if ((perf && rows >= 2) || rows >= 5) {
+    // Code comments document small numeric tables (ranges, encodings): a
+    // longer run is needed there unless the headers say "measured".
+    if ((perf && rows >= 2) || rows >= (kind == TextKind::Code ? 8u : 5u)) {
       return Finding{"evidence.table", line_ptr(start),
                      "holds a column-aligned table with " + std::to_string(rows) + " rows of numbers" +
                          (perf ? " under measurement headers (time/latency/throughput...)" : "") +
@@ -604,36 +664,91 @@ std::optional<Finding> find_aligned_table(const std::vector<sv>& lines, TextKind
     sv t = kind == TextKind::Code ? strip_comment(lines[n]) : trim(lines[n]);
     if (is_rule_line(t)) continue;
     std::vector<sv> cells = split_cells(t, ' ');
-    std::size_t lead = 0;
+    std::size_t numeric = 0, lead = 0;
+    for (sv c : cells) numeric += is_numeric_cell(c) ? 1 : 0;
     while (lead < cells.size() && is_numeric_cell(cells[lead])) ++lead;
-    if (lead >= 3 && lead == lead_of_run) {
+    bool data = numeric >= 3 && (lead >= 3 || numeric * 10 >= cells.size() * 6);
+    if (data && numeric == sig_of_run) {
       ++rows;
       continue;
     }
     if (auto f = verdict()) return f;
-    if (lead >= 3) {
-      lead_of_run = lead, rows = 1, start = n;
+    if (data) {
+      sig_of_run = numeric, rows = 1, start = n;
       perf = has_perf_keyword(header);
     } else {
-      lead_of_run = 0, rows = 0;
+      sig_of_run = 0, rows = 0;
       header = std::string(t);
     }
   }
   return verdict();
 }
 
-std::optional<Finding> find_table(sv text, TextKind kind) {
+// A column of bare numbers (np.savetxt of a 1-D array, a pasted list of
+// timings) in a prose file: no authored document is mostly numbers.
+std::optional<Finding> find_number_column(const std::vector<sv>& lines) {
+  std::size_t nonblank = 0, numbers = 0, first = 0;
+  for (std::size_t n = 0; n < lines.size(); ++n) {
+    sv t = trim(lines[n]);
+    if (t.empty()) continue;
+    ++nonblank;
+    std::vector<sv> cells = split_cells(t, ' ');
+    bool all_numbers = !cells.empty() && std::all_of(cells.begin(), cells.end(), [](sv c) {
+      while (!c.empty() && (c.back() == ',' || c.back() == ';')) c.remove_suffix(1);
+      return is_numeric_cell(c);
+    });
+    if (all_numbers && numbers++ == 0) first = n;
+  }
+  if (numbers >= 20 && numbers * 2 >= nonblank) {
+    return Finding{"evidence.table", line_ptr(first),
+                   std::to_string(numbers) + " of its " + std::to_string(nonblank) +
+                       " lines are bare numbers: a data dump, not a document"};
+  }
+  return std::nullopt;
+}
+
+// Box-drawing tables (rich, tabulate "fancy_grid") read as pipe tables:
+// vertical strokes become '|', the rest '-'.
+std::string unbox(sv text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    unsigned char b = static_cast<unsigned char>(text[i]);
+    if (b == 0xe2 && i + 2 < text.size() && (static_cast<unsigned char>(text[i + 1]) == 0x94 ||
+                                             static_cast<unsigned char>(text[i + 1]) == 0x95)) {
+      unsigned cp = 0x2000 | ((static_cast<unsigned char>(text[i + 1]) & 0x3f) << 6) |
+                    (static_cast<unsigned char>(text[i + 2]) & 0x3f);
+      bool vertical = cp == 0x2502 || cp == 0x2503 || cp == 0x2506 || cp == 0x2507 || cp == 0x250a ||
+                      cp == 0x250b || cp == 0x2551;
+      out += vertical ? '|' : '-';
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+std::optional<Finding> find_table(sv raw_text, TextKind kind) {
+  const std::string text = unbox(raw_text);
   std::vector<sv> lines = split_lines(text);
   if (auto f = find_aligned_table(lines, kind)) return f;
+  if (kind == TextKind::Prose) {
+    if (auto f = find_number_column(lines)) return f;
+  }
   for (char d : {',', '\t', ';', '|'}) {
     TableRun run;
     std::string header;
     std::optional<Finding> hit;
     auto close = [&]() {
       if (!run.active) return;
-      bool flagged = run.markdown ? ((run.perf && run.data >= 1) || (run.data >= 8 && run.fractional * 2 >= run.data) ||
-                                     run.data >= 20)
-                                  : ((run.perf && run.data >= 2) || run.data >= 5);
+      // Pipe tables (Markdown, RST grids) are how authors document parameters:
+      // they need measurement headers, or many fractional rows.
+      bool flagged = (run.markdown || d == '|')
+                         ? ((run.perf && run.data >= 1) || (run.data >= 8 && run.fractional * 2 >= run.data) ||
+                            run.data >= 20)
+                                  : ((run.perf && run.data >= 2) || run.data >= 5 ||
+                                     (kind == TextKind::Prose && run.data >= 3 && run.fractional * 2 >= run.data));
       if (flagged && !hit) {
         std::string what = d == ',' ? "comma-separated" : d == '\t' ? "tab-separated" : d == ';' ? "semicolon-separated"
                            : d == '|' ? (run.markdown ? "Markdown" : "pipe-separated") : "column-aligned";
@@ -646,6 +761,12 @@ std::optional<Finding> find_table(sv text, TextKind kind) {
     };
     for (std::size_t n = 0; n < lines.size() && !hit; ++n) {
       sv t = kind == TextKind::Code ? strip_comment(lines[n]) : trim(lines[n]);
+      if (d == '|' && t.find('|') != sv::npos && is_md_separator(split_cells(t, '|'))) {
+        if (!run.active) run = TableRun{n, split_cells(t, '|').size(), 0, 0, false, has_perf_keyword(header), true};
+        run.markdown = true;
+        continue;
+      }
+      if (!t.empty() && is_rule_line(t)) continue;  // +=====+=====+ between header and rows
       if (t.empty() || (d != ' ' && t.find(d) == sv::npos)) {
         close();
         header.clear();
@@ -679,7 +800,10 @@ std::optional<Finding> find_table(sv text, TextKind kind) {
           frac |= ct.find('.') != sv::npos;
         }
       }
-      bool data_row = numeric >= 1 && numeric * (d == ' ' ? 10 : 2) >= nonempty * (d == ' ' ? 6 : 1);
+      // In code, separators also align "#define X\t0x01" and argument lists:
+      // only rows made of numbers alone count there.
+      bool data_row = kind == TextKind::Code ? (numeric >= 2 && numeric == nonempty)
+                                             : (numeric >= 1 && numeric * 2 >= nonempty);
       // Column-aligned rows may carry an index column the header lacks.
       bool same_shape = run.active && (cells.size() == run.cells || (d == ' ' && run.data == 0 && cells.size() == run.cells + 1));
       if (!same_shape) {
@@ -709,6 +833,48 @@ std::optional<Finding> find_table(sv text, TextKind kind) {
   return std::nullopt;
 }
 
+// ---------------------------------------------------------------- compiler output
+
+std::optional<Finding> find_compiler_output(sv text) {
+  std::vector<sv> lines = split_lines(text);
+  bool ptx_version = false, ptx_target = false, ptx_addr = false, ptx_entry = false;
+  std::size_t sass = 0, llvm = 0, mlir = 0, gas = 0;
+  for (sv raw : lines) {
+    sv t = trim(raw);
+    ptx_version |= starts_with(t, ".version ");
+    ptx_target |= starts_with(t, ".target sm_") || starts_with(t, ".target compute_");
+    ptx_addr |= starts_with(t, ".address_size ");
+    ptx_entry |= starts_with(t, ".visible .entry ") || starts_with(t, ".entry ") || starts_with(t, ".visible .func ");
+    // cuobjdump -sass: "/*0070*/  IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;"
+    if (starts_with(t, "/*")) {
+      std::size_t close = t.find("*/");
+      if (close != sv::npos && close >= 6 && close <= 12 &&
+          std::all_of(t.begin() + 2, t.begin() + static_cast<std::ptrdiff_t>(close), is_hex)) {
+        sv op = trim(t.substr(close + 2));
+        if (!op.empty() && ((op[0] >= 'A' && op[0] <= 'Z') || op[0] == '@') && op.find(" ;") != sv::npos) ++sass;
+      }
+    }
+    if (starts_with(t, "; ModuleID = ") || starts_with(t, "target datalayout = ") ||
+        starts_with(t, "target triple = ") || starts_with(t, "attributes #") || starts_with(t, "!llvm."))
+      ++llvm;
+    if (t.find("tt.func") != sv::npos || t.find("triton_gpu.") != sv::npos || t.find("ttg.") != sv::npos ||
+        starts_with(t, "#blocked") || starts_with(t, "#loc"))
+      ++mlir;
+    // A compiler signs its assembly; hand-written .S files do not.
+    if (starts_with(t, ".ident") && (t.find("GCC") != sv::npos || t.find("clang") != sv::npos)) ++gas;
+  }
+  std::string what;
+  if (ptx_version && ptx_target && (ptx_addr || ptx_entry)) what = "a PTX module (.version/.target/.entry)";
+  else if (sass >= 8) what = "a SASS disassembly (cuobjdump/nvdisasm output)";
+  else if (llvm >= 2) what = "LLVM IR";
+  else if (mlir >= 8) what = "Triton/MLIR intermediate representation";
+  else if (gas >= 1) what = "compiler-generated assembly (it carries the compiler's .ident)";
+  if (what.empty()) return std::nullopt;
+  return Finding{"evidence.compiled", "",
+                 "is " + what + ", which is compiler output, not source (hand-written inline PTX belongs in "
+                 "asm() statements of a .cu/.py source)"};
+}
+
 // ---------------------------------------------------------------- documents
 
 std::optional<Finding> find_metadata_document(sv text, TextKind kind) {
@@ -725,6 +891,17 @@ std::optional<Finding> find_metadata_document(sv text, TextKind kind) {
   }
   if (starts_with(t, "<?xml") || starts_with(lower(t.substr(0, 16)), "<!doctype html") || starts_with(lower(t.substr(0, 6)), "<html")) {
     return Finding{"evidence.metadata", "", "is an XML/HTML document: generated reports and exports are not source"};
+  }
+  // A trace that does not parse as a whole (truncated, prefixed): count the
+  // keys of trace events.
+  {
+    std::size_t events = 0;
+    for (sv key : {sv("\"ph\":"), sv("\"ts\":"), sv("\"dur\":"), sv("\"traceEvents\"")}) {
+      for (std::size_t p = text.find(key); p != sv::npos; p = text.find(key, p + 1)) ++events;
+    }
+    if (events >= 12) {
+      return Finding{"evidence.metadata", "", "holds trace events (\"ph\"/\"ts\"/\"dur\" keys): a profiler trace"};
+    }
   }
   std::vector<sv> lines = split_lines(text);
   std::size_t nonblank = 0, json_lines = 0, key_lines = 0;

@@ -27,7 +27,8 @@ struct Finding {
 };
 
 // Long base64/hex runs (one token, a column of wrapped lines, or \xNN
-// escapes) and large embedded numeric arrays.
+// escapes), hex dumps, runs of long space-free lines, and large embedded
+// numeric arrays.
 std::optional<Finding> find_encoded_blob(std::string_view text);
 
 // Compiler, build, benchmark, profiler, test-runner and environment output.
@@ -36,6 +37,10 @@ std::optional<Finding> find_log(std::string_view text, TextKind kind);
 // Tables of numbers: delimiter-separated (, tab ; |), Markdown, or
 // whitespace-aligned columns.
 std::optional<Finding> find_table(std::string_view text, TextKind kind);
+
+// Compiler output that is text: PTX modules, SASS disassembly, LLVM IR,
+// Triton/MLIR IR, compiler-generated assembly.
+std::optional<Finding> find_compiler_output(std::string_view text);
 
 // A JSON or XML document, or YAML-like key: value lines, in a file that is
 // not one of the two authored metadata files.

@@ -2,6 +2,7 @@
 // documents hiding under source names — and the realistic sources that must
 // pass untouched.
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -282,6 +283,106 @@ TEST(EvidenceDocument, YamlUnderATextName) {
   const char* y = "kernel_id: a/b\ncase: c0\nbest_ms: 0.12\ncurrent_ms: 0.13\ncommit: abc\nrunner: h200\n"
                   "arch: sm_90\ndate: today\n";
   EXPECT_TRUE(has_rule(scan("src/notes.txt", y), "evidence.metadata")) << rules(scan("src/notes.txt", y));
+}
+
+// ------------------------------------------------------------ more disguises
+
+TEST(EvidenceTable, NumpySavetxtOutput) {
+  std::string two_d, one_d;
+  for (int r = 0; r < 6; ++r) {
+    for (int c = 0; c < 4; ++c) two_d += (c ? " " : "") + std::to_string(1.0 + r * 0.37 + c * 0.011) + "000000000e+00";
+    two_d += "\n";
+  }
+  for (int r = 0; r < 30; ++r) one_d += std::to_string(0.5 + r * 0.0173) + "\n";
+  EXPECT_TRUE(has_rule(scan("src/golden.txt", two_d), "evidence.table")) << rules(scan("src/golden.txt", two_d));
+  EXPECT_TRUE(has_rule(scan("src/golden.txt", one_d), "evidence.table")) << rules(scan("src/golden.txt", one_d));
+}
+
+TEST(EvidenceTable, QuotedCsvGridBoxAndLabelledRows) {
+  const char* ncu = "\"ID\",\"Kernel Name\",\"Metric Value\"\n\"0\",\"softmax\",\"12.5\"\n\"1\",\"softmax\",\"12.7\"\n"
+                    "\"2\",\"softmax\",\"12.6\"\n\"3\",\"softmax\",\"12.4\"\n\"4\",\"softmax\",\"12.9\"\n";
+  EXPECT_TRUE(has_rule(scan("src/notes.md", ncu), "evidence.table")) << rules(scan("src/notes.md", ncu));
+  const char* grid = "+-------+---------+\n| N     | time_ms |\n+=======+=========+\n| 1024  | 0.12    |\n"
+                     "+-------+---------+\n| 2048  | 0.45    |\n+-------+---------+\n";
+  EXPECT_TRUE(has_rule(scan("README.rst", grid), "evidence.table")) << rules(scan("README.rst", grid));
+  const char* box = "\xe2\x94\x8f\xe2\x94\x81\xe2\x94\x93\n"
+                    "\xe2\x94\x82 N    \xe2\x94\x82 ms   \xe2\x94\x82\n"
+                    "\xe2\x94\x82 1024 \xe2\x94\x82 0.12 \xe2\x94\x82\n"
+                    "\xe2\x94\x82 2048 \xe2\x94\x82 0.45 \xe2\x94\x82\n";
+  EXPECT_TRUE(has_rule(scan("src/out.md", box), "evidence.table")) << rules(scan("src/out.md", box));
+  const char* pytest_bench =
+      "Name (time in us)        Min       Max      Mean\n"
+      "test_softmax_triton   12.3400 (1.0)   15.6700 (1.0)   13.0100 (1.0)\n"
+      "test_softmax_torch    20.1100 (1.63)  25.3300 (1.62)  21.0200 (1.62)\n";
+  EXPECT_TRUE(has_rule(scan("src/bench.md", pytest_bench), "evidence.table"))
+      << rules(scan("src/bench.md", pytest_bench));
+}
+
+TEST(EvidenceTable, OldMacLineEndsDoNotHideATable) {
+  std::string csv = "n,ms\r1,0.5\r2,0.7\r3,0.9\r4,1.1\r5,1.3\r";
+  EXPECT_TRUE(has_rule(scan("src/notes.md", csv), "evidence.table")) << rules(scan("src/notes.md", csv));
+}
+
+TEST(EvidenceBlob, HexDumpsAndDenseEncodings) {
+  std::string xxd;
+  std::string bytes = random_bytes(256);
+  for (std::size_t off = 0; off < bytes.size(); off += 16) {
+    char head[16];
+    std::snprintf(head, sizeof head, "%08zx:", off);
+    xxd += head;
+    for (std::size_t k = off; k < off + 16; k += 2) xxd += " " + hex(bytes.substr(k, 2));
+    xxd += "  ................\n";
+  }
+  EXPECT_TRUE(has_rule(scan("src/kernel_dump.md", xxd), "evidence.encoded-blob")) << rules(scan("src/x.md", xxd));
+  std::string dense;  // base85-like: punctuation defeats the base64 detector
+  std::string b = base64(random_bytes(5000));
+  for (std::size_t i = 0; i + 70 <= b.size(); i += 70) dense += b.substr(i, 35) + "!#$%" + b.substr(i + 35, 35) + "\n";
+  EXPECT_TRUE(has_rule(scan("src/data.py", dense), "evidence.encoded-blob")) << rules(scan("src/data.py", dense));
+}
+
+TEST(EvidenceCompiled, PtxSassAndIrByContent) {
+  const char* ptx = ".version 8.3\n.target sm_90a\n.address_size 64\n\n.visible .entry softmax(\n"
+                    "\t.param .u64 softmax_param_0\n)\n{\n\tret;\n}\n";
+  EXPECT_TRUE(has_rule(scan("src/kernel.cu", ptx), "evidence.compiled")) << rules(scan("src/kernel.cu", ptx));
+  std::string sass = "code for sm_90\n\tFunction : softmax\n";
+  for (int i = 0; i < 10; ++i) {
+    char line[80];
+    std::snprintf(line, sizeof line, "        /*%04x*/                   IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;\n", i * 16);
+    sass += line;
+  }
+  EXPECT_TRUE(has_rule(scan("src/notes.txt", sass), "evidence.compiled")) << rules(scan("src/notes.txt", sass));
+  const char* ll = "; ModuleID = 'softmax'\ntarget datalayout = \"e-i64:64-i128:128-v16:16-v32:32-n16:32:64\"\n"
+                   "target triple = \"nvptx64-nvidia-cuda\"\ndefine void @softmax(ptr %0) {\n  ret void\n}\n";
+  EXPECT_TRUE(has_rule(scan("src/kernel.py", ll), "evidence.compiled"));
+  const char* gas = "\t.file\t\"k.c\"\n\t.text\n\t.globl\tf\nf:\n\t.cfi_startproc\n\tret\n\t.cfi_endproc\n"
+                    "\t.ident\t\"GCC: (Debian 12.2.0-14) 12.2.0\"\n";
+  EXPECT_TRUE(has_rule(scan("src/k.s", gas), "evidence.compiled"));
+}
+
+TEST(EvidenceCompiled, InlinePtxAndHandWrittenAssemblyPass) {
+  const char* cu = "__device__ float ex2(float x) {\n  float y;\n  asm(\".reg .f32 t;\\n\\t\"\n"
+                   "      \"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));\n  return y;\n}\n";
+  EXPECT_TRUE(scan("src/k.cu", cu).empty()) << rules(scan("src/k.cu", cu));
+  const char* s = "\t.text\n\t.globl\tcopy\ncopy:\n\t.cfi_startproc\n\tmovq (%rsi), %rax\n\tret\n\t.cfi_endproc\n"
+                  "\t.globl\tcopy2\ncopy2:\n\t.cfi_startproc\n\tret\n\t.cfi_endproc\n";
+  EXPECT_TRUE(scan("src/copy.S", s).empty()) << rules(scan("src/copy.S", s));
+  std::string lut = "static const float kLut[] = {\n";
+  for (int i = 0; i < 8; ++i) lut += "  /* " + std::to_string(1000 + i) + " */ 1.0f, 2.0f, 3.0f, 4.0f;\n";
+  lut += "};\n";
+  EXPECT_TRUE(scan("src/lut.cu", lut).empty()) << rules(scan("src/lut.cu", lut));
+}
+
+TEST(EvidenceDocument, ATraceThatDoesNotParseAsAWhole) {
+  std::string trace = "// captured with torch.profiler\n{\"traceEvents\": [\n";
+  for (int i = 0; i < 5; ++i)
+    trace += "  {\"ph\": \"X\", \"name\": \"k\", \"ts\": " + std::to_string(100 * i) + ", \"dur\": 12.5},\n";
+  EXPECT_TRUE(has_rule(scan("src/profile.txt", trace), "evidence.metadata")) << rules(scan("src/p.txt", trace));
+}
+
+TEST(EvidenceLog, NsysStatsAndSanitizerOutput) {
+  EXPECT_TRUE(has_rule(scan("src/n.md", " ** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):\n\nsome text\n"), "evidence.log"));
+  EXPECT_TRUE(has_rule(scan("src/n.md", "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"),
+                       "evidence.log"));
 }
 
 }  // namespace
