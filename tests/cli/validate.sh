@@ -226,6 +226,10 @@ for task in "$SRC"/catalog/tasks/*/task.json; do
   [ -e "$task" ] || continue
   expect 0 "$KZOO" validate "$task"
 done
+# The catalog's own packages (baselines) must pass what submissions must pass.
+while IFS= read -r dot; do
+  expect 0 "$KZOO" validate "$(dirname "$dot")"
+done < <(find "$SRC/catalog/kernel_data" -type d -name .kernel_package 2>/dev/null)
 
 # ---------------------------------------------------------------- usage and I/O errors
 expect 2 "$KZOO" validate "$T/does-not-exist"

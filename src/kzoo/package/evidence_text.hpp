@@ -1,7 +1,8 @@
 // Content heuristics of the evidence-free policy for files that ARE valid
 // UTF-8 text: is this text a log, a table of results, an encoded blob, or a
 // metadata document wearing a source file's name? Internal to evidence.cpp;
-// split out because each detector is a small parser of its own.
+// split out because each detector is a small parser of its own (tables in
+// evidence_table.cpp, shared line/cell helpers in evidence_lines.hpp).
 //
 // The detectors are tuned to let authored source through (a Triton kernel
 // with an autotune list, a CUDA file with a 256-entry lookup table, a README
