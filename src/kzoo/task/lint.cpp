@@ -1,6 +1,8 @@
 #include "kzoo/task/lint.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -206,6 +208,23 @@ class Linter {
       if (!t_.input(n)) {
         add("/definition/in_place_outputs/" + std::to_string(i), "in-place",
             "in_place_outputs names \"" + n + "\", which is not an input; list inputs the entry point mutates");
+      }
+    }
+    // An output named like an in-place input is that input after the call: the
+    // judge reads it from the mutated tensor, so it must describe the same tensor.
+    for (const auto& out : t_.outputs) {
+      const TensorSpec* in = t_.input(out.name);
+      if (!in) continue;
+      const bool listed = std::find(t_.in_place_outputs.begin(), t_.in_place_outputs.end(), out.name) !=
+                          t_.in_place_outputs.end();
+      if (!listed) {
+        add(out.pointer + "/name", "in-place",
+            "output \"" + out.name + "\" has the name of an input; if the entry point updates that input in place, "
+            "list it in in_place_outputs, otherwise rename the output");
+      } else if (out.dtype != in->dtype || json(out.shape) != json(in->shape)) {
+        add(out.pointer, "in-place",
+            "in-place output \"" + out.name + "\" is " + out.dtype + " " + json(out.shape).dump() + " but the input is " +
+                in->dtype + " " + json(in->shape).dump() + "; an in-place output is the input itself, so they must match");
       }
     }
     if (!t_.read_only_inputs && t_.in_place_outputs.empty()) {

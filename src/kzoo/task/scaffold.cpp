@@ -175,7 +175,7 @@ Result<void> write_new_file(const fs::path& path, const std::string& content) {
 
 // ------------------------------------------------------- python literal ---
 
-std::string to_py_literal(const json& v, int level) {
+std::string to_py_literal(const nlohmann::ordered_json& v, int level) {
   if (v.is_null()) return "None";
   if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
   if (v.is_string()) return py_string(v.get<std::string>());
@@ -205,7 +205,8 @@ std::string to_py_literal(const json& v, int level) {
 
 // ------------------------------------------------------------- package ---
 
-Result<json> test_case_metas(const Task& task, const std::string& workload) {
+Result<nlohmann::ordered_json> test_case_metas(const Task& task, const std::string& workload) {
+  using ojson = nlohmann::ordered_json;
   const Workload* w = task.workload(workload);
   if (!w) {
     std::string known;
@@ -213,17 +214,19 @@ Result<json> test_case_metas(const Task& task, const std::string& workload) {
     return fail("task " + task.name + " has no workload \"" + workload + "\" (it has " + known + ")");
   }
   if (w->graded.empty()) return fail("workload \"" + workload + "\" has no graded shapes to make test cases of");
-  json metas = json::array();
+  ojson metas = ojson::array();
   for (std::size_t i = 0; i < w->graded.size(); ++i) {
     if (!w->graded[i].is_array() || w->graded[i].size() != w->dims.size()) {
       return fail("graded shape " + std::to_string(i) + " of workload \"" + workload +
                   "\" does not match its dims; run `kzoo task lint` first");
     }
+    ojson shape = ojson::object();
+    for (std::size_t d = 0; d < w->dims.size(); ++d) shape[w->dims[d]] = w->graded[i][d];
     metas.push_back({
         {"test_case_id", workload + "-" + std::to_string(i)},
-        {"params", {{"workload", workload}, {"shape", w->bind(w->graded[i])}}},
+        {"params", {{"workload", workload}, {"shape", shape}}},
         {"primary_metric", task.metric},
-        {"metrics", json::array({{{"name", task.metric}, {"unit", task.metric}, {"direction", "higher"}}})},
+        {"metrics", ojson::array({{{"name", task.metric}, {"unit", task.metric}, {"direction", "higher"}}})},
         {"tolerance", {{"correctness_atol", 0}, {"correctness_rtol", task.tolerance.value}}},
     });
   }
@@ -269,7 +272,7 @@ Result<std::map<std::string, std::string>> render_package(const Task& task, cons
   }
   json cases = json::array();
   for (const auto& m : *metas) {
-    cases.push_back({{"test_case_id", m["test_case_id"]}, {"metrics_best", json::object()},
+    cases.push_back({{"test_case_id", m["test_case_id"].get<std::string>()}, {"metrics_best", json::object()},
                      {"metrics_current", json::object()}});
   }
   json bench = {{"schema_version", "1"}, {"kernel_id", kernel_id}, {"cases", cases}};

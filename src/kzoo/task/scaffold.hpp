@@ -23,13 +23,15 @@
 namespace kzoo::task {
 
 // A JSON value as Python literal source (dicts, lists, str, int, float,
-// True/False/None), indented by 4 spaces per level, short values on one line.
-// format::extract_py_assignment reads it back to the same JSON.
-std::string to_py_literal(const nlohmann::json& value, int level = 0);
+// True/False/None), indented by 4 spaces per level, short values on one line,
+// keys in the value's own order. format::extract_py_assignment reads it back
+// to the same JSON.
+std::string to_py_literal(const nlohmann::ordered_json& value, int level = 0);
 
 // The package's test cases: one per graded shape of `workload`, ids
-// "<workload>-<index>", in the order of the task's graded list.
-Result<nlohmann::json> test_case_metas(const Task& task, const std::string& workload);
+// "<workload>-<index>", in the order of the task's graded list; keys in the
+// order a reader wants them (id first, shape dims in the workload's order).
+Result<nlohmann::ordered_json> test_case_metas(const Task& task, const std::string& workload);
 
 // Every file of the package, by path relative to the package directory. Pure:
 // no I/O, so tests can read what would be written.
