@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds, and runs every test (ctest). This is the
-# README's test command and what CI runs.
+# Installs the dependencies, builds, and runs every test (ctest), then every
+# fuzzer for a minute. This is the README's test command and what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -11,3 +11,6 @@ if [ -x build/kzoo ] && build/kzoo docs --help >/dev/null 2>&1; then
 fi
 cd build
 ctest --output-on-failure -j "$(nproc)" --timeout 900
+cd ..
+# Every *_fuzz.cpp target (clang, libFuzzer + ASan + UBSan), 60 s each.
+bash scripts/fuzz.sh 60

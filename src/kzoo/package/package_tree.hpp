@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kzoo/util/result.hpp"
@@ -17,6 +18,10 @@ namespace kzoo::package {
 struct PackageFile {
   std::string path;     // e.g. ".kernel_package/desc.yaml", "src/softmax.py"
   std::string content;  // the file's bytes
+  // The owner-execute bit of the source (a directory entry's mode, or a tar
+  // member's mode). Kept explicitly rather than guessed from a "#!" line, so a
+  // round trip dir -> tarball -> dir preserves what the author chose.
+  bool executable = false;
 };
 
 struct PackageTree {
@@ -47,14 +52,36 @@ struct LoadedTree {
 // Reads a package directory. Only regular files and directories are taken;
 // symlinks (never followed), FIFOs, sockets and devices are violations
 // (rules tree.symlink, tree.special), as are cap breaches (tree.too-many-entries,
-// tree.path-too-long, tree.too-deep, tree.file-too-large, tree.too-large).
+// tree.path-too-long, tree.too-deep, tree.file-too-large, tree.too-large),
+// names that are not portable (tree.bad-name: non-UTF-8, control characters,
+// backslash), names in one directory equal under ASCII case folding
+// (tree.case-collision) and subdirectories or files that cannot be opened
+// (tree.unreadable). tree.too-many-entries and tree.too-large stop the walk;
+// the others skip the entry and go on. Violation paths are relative to `dir`.
 // Fails (Error) only when the directory cannot be read at all.
 Result<LoadedTree> read_package_dir(const std::string& dir, const TreeLimits& limits = {});
 
 // Writes `tree` into `fresh_dir`, which must not exist yet (it is created
 // with mode 0755; an existing path is an error, never overwritten). Files are
 // created with openat(O_CREAT|O_EXCL|O_NOFOLLOW) relative to directory fds, so
-// no path in the tree can escape `fresh_dir`.
+// no path in the tree can escape `fresh_dir`. Files get mode 0644, or 0755
+// when `executable` (both under the process umask). A tree path that is
+// absolute or has an empty, "." or ".." segment is an error. On error the
+// partly written `fresh_dir` is left for the caller to remove.
 Result<void> write_tree(const PackageTree& tree, const std::string& fresh_dir);
+
+// Name rules shared by the directory reader, the tarball reader and the packer.
+namespace detail {
+// Why `segment` (one path component, no '/') is not a portable name, or ""
+// when it is: invalid UTF-8, a control character or a backslash. "", "." and
+// ".." are the caller's to judge.
+std::string segment_problem(std::string_view segment);
+// `s` with control characters, backslashes and bytes that are not valid
+// UTF-8 written as \xNN, so a hostile name can be shown and put in JSON.
+std::string printable(std::string_view s);
+// Pairs (first, second) of `paths` with the same parent that are equal under
+// ASCII case folding; each collision is reported once, at the shallowest level.
+std::vector<std::pair<std::string, std::string>> case_collisions(const std::vector<std::string>& paths);
+}  // namespace detail
 
 }  // namespace kzoo::package

@@ -31,7 +31,16 @@ struct TarballRead {
 // equal to expected_kernel_id), tar.nested-package, tar.too-many-entries,
 // tar.path-too-long, tar.too-deep, tar.file-too-large, tar.too-large,
 // tar.ratio, tar.compressed-too-large.
-// Fails (Error) only when the file cannot be opened.
+// Caps and corruption (tar.not-gzip, tar.truncated, tar.corrupt, the size and
+// count caps) stop reading: kernel_id and tree are then empty and the
+// violations hold what was found up to that point. Every other rule is
+// collected over the whole archive. Leading "./" and the "./" entry itself are
+// accepted (tar writes them); a "." segment elsewhere is tar.bad-name, any
+// ".." segment is tar.dotdot. Sparse members are tar.special. A file's parent
+// directories need not be entries. Entry violations carry the entry's name
+// (escaped by detail::printable) as path; archive-level ones the file path,
+// or "<upload>" for bytes.
+// Fails (Error) only when the file cannot be opened or is not a regular file.
 Result<TarballRead> read_package_tarball(const std::string& path,
                                          const std::optional<std::string>& expected_kernel_id = {},
                                          const TreeLimits& limits = {});
@@ -44,9 +53,18 @@ TarballRead read_package_tarball_bytes(std::string_view bytes,
 // Writes a deterministic .tar.gz of `tree` under the top-level path
 // `kernel_id`: entries sorted, directories first in each level, mtime 0,
 // uid/gid 0, uname/gname empty, mode 0755 for dirs and 0644 for files
-// (0755 if `executable` is set on the source), pax-free ustar where possible,
-// gzip with no timestamp or name. Identical input gives identical bytes.
+// (0755 if PackageFile::executable is set), pax-free ustar where possible
+// (a pax header only for a path over ustar's name limits), gzip with no
+// timestamp or name. Identical input gives identical bytes. Paths must be
+// ASCII (package names are [A-Za-z0-9._-]; see tarball.cpp for why), and
+// must be relative without empty, "." or ".." segments: else an Error.
+// Only the kernel ID's own directory is an entry, not its ancestors (as
+// `tar czf F -C ROOT KERNEL_ID` does). The file is written to a temporary
+// name beside `out_path` and renamed over it, so readers never see half.
 Result<void> write_package_tarball(const PackageTree& tree, const std::string& kernel_id,
                                    const std::string& out_path);
+
+// The same bytes, in memory (for uploads and tests).
+Result<std::string> package_tarball_bytes(const PackageTree& tree, const std::string& kernel_id);
 
 }  // namespace kzoo::package

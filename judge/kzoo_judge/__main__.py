@@ -1,0 +1,47 @@
+"""python3 -m kzoo_judge {run,calibrate}: the judge without a kernel package around it."""
+
+import argparse
+import sys
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m kzoo_judge")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="judge a module against a task; one benchmark document on stdout")
+    r.add_argument("--task", required=True)
+    r.add_argument("--module-dir", required=True, help="folder holding the task's definition.module")
+    r.add_argument("--device", choices=("cpu", "cuda"), default=None)
+    r.add_argument("--workload")
+    r.add_argument("--kernel-id", default="local")
+    r.add_argument("--runner-id", default="local")
+    r.add_argument("--iterations", type=int)
+    r.add_argument("--warmup", type=int)
+    r.add_argument("--trials", type=int)
+    c = sub.add_parser("calibrate", help="measure a task's E and D")
+    c.add_argument("--task-dir", required=True)
+    c.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    c.add_argument("--workload")
+    c.add_argument("--seeds", type=int, default=4)
+    c.add_argument("--write", action="store_true", help="store E, D and basis in task.json grading.tolerance")
+    args = p.parse_args(argv)
+    if args.cmd == "calibrate":
+        from . import calibrate
+        return calibrate.main(args)
+    from . import entry, task as taskmod
+    entry.harden_judge()
+    secret = entry.read_secret()
+    try:
+        task = taskmod.load(args.task)
+        cases = entry.cases_from_workload(task, args.workload)
+    except taskmod.TaskError as e:
+        print("kzoo-judge: %s" % e, file=sys.stderr)
+        return 2
+    device = args.device or entry.default_device()
+    opts = {k: v for k, v in (("iterations", args.iterations), ("warmup", args.warmup), ("trials", args.trials)) if v is not None}
+    import os
+    doc = entry.run_judge(task, cases, secret, device, os.path.abspath(args.module_dir), opts, args.kernel_id, args.runner_id)
+    return entry.emit(doc, secret)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

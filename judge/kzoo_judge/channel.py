@@ -1,0 +1,184 @@
+"""The judge's end of the child: spawn, talk, stop, kill.
+
+Everything the child sends is read with a restricted unpickler: plain
+containers, numbers, strings and tensors rebuilt by torch's own shared-memory
+functions, nothing else. An ordinary unpickler would let a submission run
+code in the judge (a pickle can call any importable function).
+"""
+
+import io
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import torch
+import torch.multiprocessing as tmp
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
+
+_REBUILDERS = {
+    "rebuild_tensor", "rebuild_storage_filename", "rebuild_typed_storage", "rebuild_cuda_tensor",
+    "rebuild_storage_empty", "rebuild_typed_storage_child",
+}
+
+
+class ChildFailure(RuntimeError):
+    """The child died, timed out or broke the protocol."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind  # "died" | "timeout" | "protocol"
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        if module == "torch.multiprocessing.reductions" and name in _REBUILDERS:
+            return getattr(__import__(module, fromlist=[name]), name)
+        if module == "torch" and name in ("Tensor", "Size", "device"):
+            return getattr(torch, name)
+        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+            return getattr(torch, name)
+        if module in ("torch", "torch.storage", "torch.cuda") and name.endswith("Storage") and not name.startswith("_load"):
+            obj = getattr(__import__(module, fromlist=[name]), name, None)
+            if isinstance(obj, type):
+                return obj
+        raise pickle.UnpicklingError("the child sent a %s.%s object; only plain data and tensors may cross" % (module, name))
+
+
+def restricted_loads(data):
+    return _Unpickler(io.BytesIO(data)).load()
+
+
+def _scrubbed_env(extra_path):
+    env = {k: v for k, v in os.environ.items() if k != "KZOO_SEED_FD" and not k.startswith("KZOO_SECRET")}
+    parts = [extra_path] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+class Child:
+    def __init__(self, workdir, device, l2_bytes, setup_timeout=300.0):
+        tmp.set_sharing_strategy("file_system")
+        a, b = socket.socketpair()
+        judge_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        # stdout=stderr: the child never holds the judge's stdout, so it cannot
+        # write the benchmark document; start_new_session: one group to stop/kill.
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kzoo_judge.child", str(b.fileno())],
+            pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
+            stderr=sys.stderr.fileno(), env=_scrubbed_env(judge_root), cwd=workdir,
+            start_new_session=True, close_fds=True)
+        b.close()
+        self.conn = Connection(a.detach())
+        self.stopped = False
+        self.device = device
+        r = self.request(("setup", device, l2_bytes), setup_timeout)
+        if r[0] != "ok":
+            raise ChildFailure("protocol", "child setup failed: %s" % (r[1:],))
+        self.pid = self.proc.pid
+
+    def send(self, msg):
+        try:
+            self.conn.send_bytes(ForkingPickler.dumps(msg))
+        except (BrokenPipeError, ConnectionResetError, OSError) as e:
+            raise ChildFailure("died", self._death_note("while the judge was sending (%s)" % e))
+
+    def recv(self, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ChildFailure("timeout", "the child did not answer within %.0f s" % timeout)
+            try:
+                ready = self.conn.poll(min(left, 1.0))
+            except (EOFError, OSError):
+                ready = True
+            if ready:
+                break
+            if self.proc.poll() is not None:
+                raise ChildFailure("died", self._death_note("while the judge waited"))
+        try:
+            data = self.conn.recv_bytes()
+        except (EOFError, OSError):
+            raise ChildFailure("died", self._death_note("before answering"))
+        try:
+            msg = restricted_loads(data)
+        except Exception as e:  # noqa: BLE001 - anything malformed is the child's fault
+            raise ChildFailure("protocol", "the child sent something the judge refuses: %s" % e)
+        if not isinstance(msg, tuple) or not msg or not isinstance(msg[0], str):
+            raise ChildFailure("protocol", "the child sent a malformed reply")
+        return msg
+
+    def request(self, msg, timeout):
+        self.send(msg)
+        return self.recv(timeout)
+
+    def _death_note(self, when):
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is None:
+            return "the child stopped talking %s" % when
+        if code < 0:
+            return "the child was killed by signal %d %s" % (-code, when)
+        return "the child exited with code %d %s (os._exit or sys.exit in the submission?)" % (code, when)
+
+    # --- freezing the child while its outputs are read -----------------------
+    def stop(self, timeout=10.0):
+        """SIGSTOP the child's process group and wait until the child is really stopped."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            return
+        self.stopped = True
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with open("/proc/%d/stat" % self.proc.pid) as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                return
+            if state in ("T", "t", "Z", "X"):
+                return
+            time.sleep(0.0005)
+        raise ChildFailure("timeout", "the child did not stop within %.0f s of SIGSTOP" % timeout)
+
+    def cont(self):
+        if self.stopped:
+            try:
+                os.killpg(self.proc.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+            self.stopped = False
+
+    def close(self):
+        try:
+            if self.proc.poll() is None:
+                self.cont()
+                try:
+                    self.send(("exit",))
+                    self.proc.wait(timeout=10)
+                except (ChildFailure, subprocess.TimeoutExpired):
+                    pass
+        finally:
+            self.kill()
+
+    def kill(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            self.conn.close()
+        except OSError:
+            pass

@@ -1,0 +1,274 @@
+"""The child process: imports the submission and calls its entry point.
+
+Started fresh (`python3 -m kzoo_judge.child FD`, never forked from the
+judge), with the seed descriptor not inherited, stdin closed and fd 1 already
+pointing at the judge's stderr. Nothing here is trusted by the judge: the
+submission shares this process and may patch any of it. The judge relies on
+this code only for convenience (running calls in a loop near the device) and
+checks everything that matters itself: its own clock, its own comparison,
+its own copies of the inputs. See docs/JUDGE.md.
+
+Protocol (one message, one reply, pickled with torch's reductions so tensors
+travel through shared memory / CUDA IPC): see `_HANDLERS`.
+"""
+
+import ctypes
+import importlib.util
+import os
+import sys
+import time
+import traceback
+
+# Bound before any submitted code runs, so patching time.perf_counter_ns
+# afterwards does not reach these names (patching this module still can:
+# the judge's own clock catches that).
+from time import perf_counter_ns as _clock
+
+
+def _harden():
+    """Best effort: no new privileges, no capabilities (so a child running as
+    root cannot ptrace or read /proc/<judge>/mem of the non-dumpable judge)."""
+    notes = []
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_NO_NEW_PRIVS = 38
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            notes.append("no_new_privs failed")
+        PR_SET_SECUREBITS = 28
+        # NOROOT and NO_SETUID_FIXUP, both locked, KEEP_CAPS locked off: uid 0 gains nothing on exec.
+        libc.prctl(PR_SET_SECUREBITS, 0x2F, 0, 0, 0)
+
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        class Data(ctypes.Structure):
+            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+        hdr = Header(0x20080522, 0)
+        data = (Data * 2)()
+        if libc.capset(ctypes.byref(hdr), ctypes.byref(data)) != 0:
+            notes.append("capset failed errno %d" % ctypes.get_errno())
+    except Exception as e:  # noqa: BLE001 - hardening is best effort, the sandbox is the real wall
+        notes.append("hardening error: %s" % e)
+    return notes
+
+
+class Harness:
+    def __init__(self, conn):
+        self.conn = conn
+        self.device = "cpu"
+        self.fn = None
+        self.flush_buf = None
+        self.sets = []
+        self.keep = None  # outputs of the last reply stay alive until the next command (CUDA IPC)
+
+    # --- messages -----------------------------------------------------------
+    def setup(self, device, l2_bytes):
+        import torch
+        self.device = device
+        if device == "cuda":
+            torch.cuda.init()
+            if l2_bytes:
+                self.flush_buf = torch.empty(int(l2_bytes) * 2 // 4, dtype=torch.int32, device="cuda")
+        return ("ok", {"pid": os.getpid(), "torch": str(torch.__version__)})
+
+    def load(self, path, entry, src_dir):
+        if src_dir not in sys.path:
+            sys.path.insert(0, src_dir)
+        name = os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None:
+            return ("error", "cannot load %s" % path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        fn = getattr(mod, entry, None)
+        if not callable(fn):
+            return ("error", "module %s has no callable %r" % (path, entry))
+        self.fn = fn
+        return ("ok", None)
+
+    def prepare(self, sets):
+        self.sets = sets
+        self.keep = None
+        return ("ready", len(sets))
+
+    def _sync(self):
+        if self.device == "cuda":
+            import torch
+            torch.cuda.synchronize()
+
+    def _poison(self, nbytes):
+        """Leave NaN-patterned freed memory where an output allocation would land."""
+        if nbytes <= 0:
+            return
+        import torch
+        p = torch.empty(int(nbytes), dtype=torch.uint8, device=self.device)
+        p.fill_(0xFF)
+        del p
+
+    def go(self, mode, opts):
+        import torch
+        fn = self.fn if mode != "trivial" else _trivial_factory(opts.get("out_specs", []), self.device)
+        if fn is None:
+            return ("error", "no submission loaded")
+        cuda = self.device == "cuda"
+        times, outs = [], []
+        flush = self.flush_buf is not None and opts.get("flush", True)
+        if cuda:
+            starts = [torch.cuda.Event(enable_timing=True) for _ in self.sets]
+            ends = [torch.cuda.Event(enable_timing=True) for _ in self.sets]
+        for i, args in enumerate(self.sets):
+            if opts.get("poison"):
+                self._poison(opts["poison"])
+            if flush:
+                self.flush_buf.zero_()
+            try:
+                if cuda:
+                    starts[i].record()
+                    r = fn(*args)
+                    torch.cuda.synchronize()  # device-wide: side-stream work is inside the window
+                    ends[i].record()
+                else:
+                    t0 = _clock()
+                    r = fn(*args)
+                    times.append(_clock() - t0)
+            except BaseException as e:  # noqa: BLE001 - any failure of the submission is a value
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                return ("raised", i, "".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:])
+            outs.append(r)
+        self._sync()
+        if cuda:
+            times = [int(s.elapsed_time(e) * 1e6) for s, e in zip(starts, ends)]
+        norm = []
+        for i, r in enumerate(outs):
+            lst, why = _normalise(r, self.sets[i])
+            if why:
+                return ("bad_output", i, why)
+            norm.append(lst)
+        self.keep = norm
+        return ("done", times, norm)
+
+    def profile(self, opts):
+        """Untimed profiler pass over the prepared sets: op/kernel names, and the outputs (checked too)."""
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device == "cuda" else [])
+        outs = []
+        with profile(activities=acts) as prof:
+            for args in self.sets:
+                outs.append(self.fn(*args))
+            self._sync()
+        norm = []
+        for i, r in enumerate(outs):
+            lst, why = _normalise(r, self.sets[i])
+            if why:
+                return ("bad_output", i, why)
+            norm.append(lst)
+        self.keep = norm
+        return ("profile", _events(prof, self.device), len(self.sets), norm)
+
+
+def _events(prof, device):
+    """[(name, kind, device_time_us)] of a torch.profiler run, on torch 1.13 and 2.x."""
+    out = []
+    for ev in prof.events():
+        dev_type = str(getattr(ev, "device_type", ""))
+        is_kernel = "CUDA" in dev_type or "cuda" in dev_type
+        t = getattr(ev, "device_time_total", None)
+        if t is None:
+            t = getattr(ev, "cuda_time_total", 0)
+        if device == "cuda":
+            if is_kernel:
+                out.append((ev.name, "kernel", float(t)))
+            else:
+                out.append((ev.name, "op", float(getattr(ev, "cpu_time_total", 0.0))))
+        else:
+            out.append((ev.name, "op", float(getattr(ev, "cpu_time_total", 0.0))))
+    return out
+
+
+def _span(t):
+    if t.numel() == 0:
+        return None
+    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    n = st.nbytes() if hasattr(st, "nbytes") else st.size() * t.element_size()
+    return (t.device.type, st.data_ptr(), st.data_ptr() + n)
+
+
+def _overlap(a, b):
+    return a is not None and b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
+
+def _normalise(r, args):
+    """Outputs as a list, or the reason they cannot be sent. The aliasing check
+    here matters on the GPU, where a received CUDA tensor cannot be sent back
+    (the judge checks CPU aliasing itself, authoritatively)."""
+    import torch
+    if r is None:
+        return [], None
+    items = list(r) if isinstance(r, (tuple, list)) else [r]
+    for j, t in enumerate(items):
+        if type(t) is not torch.Tensor:
+            return None, "output %d is a %s, not exactly torch.Tensor (subclasses and lazy results are refused)" % (j, type(t).__name__)
+    in_spans = [_span(a) for a in args if isinstance(a, torch.Tensor)]
+    out_spans = [_span(t) for t in items]
+    for j, sp in enumerate(out_spans):
+        for k, isp in enumerate(in_spans):
+            if _overlap(sp, isp):
+                return None, "output %d shares memory with input %d (aliasing is refused)" % (j, k)
+        for k in range(j):
+            if _overlap(sp, out_spans[k]):
+                return None, "outputs %d and %d share memory (aliasing is refused)" % (k, j)
+    return items, None
+
+
+def _trivial_factory(out_specs, device):
+    """The judge-owned stand-in used to measure the harness's own per-call cost."""
+    import torch
+
+    specs = [(tuple(s), getattr(torch, d)) for s, d in out_specs]
+
+    def trivial(*args):
+        return tuple(torch.empty(s, dtype=d, device=device) for s, d in specs)
+    return trivial
+
+
+def main():
+    fd = int(sys.argv[1])
+    sys.stdout = sys.stderr  # fd 1 is already the judge's stderr; keep Python's view the same
+    notes = _harden()
+    import torch.multiprocessing as tmp
+    from multiprocessing.connection import Connection
+    from multiprocessing.reduction import ForkingPickler
+    tmp.set_sharing_strategy("file_system")
+    conn = Connection(fd)
+    h = Harness(conn)
+    if notes:
+        print("kzoo child: hardening: %s" % "; ".join(notes), file=sys.stderr)
+    while True:
+        try:
+            msg = ForkingPickler.loads(conn.recv_bytes())
+        except EOFError:
+            return 0
+        op, args = msg[0], msg[1:]
+        try:
+            if op == "exit":
+                return 0
+            reply = {
+                "setup": h.setup, "load": h.load, "prepare": h.prepare, "go": h.go, "profile": h.profile,
+            }[op](*args)
+        except BaseException as e:  # noqa: BLE001 - reported to the judge as text
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            reply = ("error", "".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:])
+        try:
+            data = ForkingPickler.dumps(reply)
+        except Exception as e:  # noqa: BLE001 - an unsendable output is the submission's fault
+            data = ForkingPickler.dumps(("error", "the child could not send its reply: %s: %s" % (type(e).__name__, e)))
+        conn.send_bytes(data)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,470 @@
+"""The judge: correctness trials, timed batches, gates, one benchmark document.
+
+This process holds the secret, makes every input, runs the reference and
+decides. It never imports submitted code: that runs in the child
+(channel.Child), which only ever sees input tensors in shared memory and
+hands back output tensors, which the judge reads while the child is frozen.
+"""
+
+import math
+import sys
+import time
+
+import torch
+
+from . import compare, dtypes, gates, inputs, reference, timing
+from .channel import Child, ChildFailure
+
+
+def log(*a):
+    print("kzoo-judge:", *a, file=sys.stderr, flush=True)
+
+
+class CaseFailure(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+class Options:
+    def __init__(self, raw=None, device="cpu"):
+        raw = raw or {}
+        self.iterations = int(raw.get("iterations", 100))
+        self.warmup = int(raw.get("warmup", 10))
+        self.trials = int(raw.get("trials", 5))
+        self.cases = raw.get("cases")
+        self.batch = raw.get("batch")
+        self.call_timeout_s = float(raw.get("call_timeout_s", 120.0))
+        self.load_timeout_s = float(raw.get("load_timeout_s", 600.0))
+        self.grace_ms = float(raw.get("grace_ms", 2.0 if device == "cpu" else 5.0))
+        # Added to a batch's deadline for first-call costs (CUDA init, JIT compiles).
+        self.batch_slack_s = float(raw.get("batch_slack_s", 30.0))
+        if self.iterations < 1 or self.warmup < 0 or self.trials < 1:
+            raise ValueError("KZOO_OPTIONS: iterations >= 1, warmup >= 0, trials >= 1")
+
+
+class Case:
+    """One graded test case: a workload shape, and the metrics its meta asks for."""
+
+    def __init__(self, test_case_id, workload, dims, metrics=None, graded_index=0):
+        self.id = test_case_id
+        self.workload = workload
+        self.dims = dims
+        self.metrics = metrics  # [{name, unit, direction}] or None for the defaults
+        self.graded_index = graded_index
+
+
+def _span(t):
+    if t.numel() == 0:
+        return None
+    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    n = st.nbytes() if hasattr(st, "nbytes") else st.size() * t.element_size()
+    return (t.device.type, st.data_ptr(), st.data_ptr() + n)
+
+
+def _overlap(a, b):
+    return a is not None and b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
+
+def _bits_equal(a, b):
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    va = a.contiguous().reshape(-1).view(torch.uint8) if a.dtype != torch.bool else a.reshape(-1).to(torch.uint8)
+    vb = b.contiguous().reshape(-1).view(torch.uint8) if b.dtype != torch.bool else b.reshape(-1).to(torch.uint8)
+    return bool(torch.equal(va, vb))
+
+
+class Judge:
+    def __init__(self, task, secret, device, module_path, src_dir, options, device_class, l2_bytes,
+                 kernel_id="local", runner_id="local"):
+        self.task = task
+        self.secret = secret
+        self.device = device
+        self.module_path = module_path
+        self.src_dir = src_dir
+        self.opt = options
+        self.device_class = device_class
+        self.l2_bytes = l2_bytes
+        self.kernel_id = kernel_id
+        self.runner_id = runner_id
+        self.ref = reference.load(task)
+        self.specs = reference.expected_specs(task)
+        self.child = None
+        self.overheads = {}
+        self.build_error = None
+
+    # --- the child -----------------------------------------------------------
+    def _start_child(self, cases):
+        self.child = Child(self.src_dir, self.device, self.l2_bytes)
+        # The harness's own cost, measured with judge-owned code BEFORE the
+        # submission is imported (it cannot have patched anything yet).
+        for case in cases:
+            dims = self.timing_dims(case)[0]
+            key = self._dims_key(dims)
+            if key in self.overheads:
+                continue
+            out_specs = [(list(s), str(dtypes.torch_dtype(sp.dtype)).replace("torch.", ""))
+                         for s, sp in zip(self.task.output_shapes(dims), self.task.outputs)
+                         if sp.name not in self.task.in_place]
+            samples = []
+            for _ in range(3):
+                for n in (2, 8):
+                    self.child.request(("prepare", [[] for _ in range(n)]), 60)
+                    t0 = time.perf_counter_ns()
+                    r = self.child.request(("go", "trivial", {"out_specs": out_specs, "flush": True}), 60)
+                    wall = time.perf_counter_ns() - t0
+                    if r[0] != "done":
+                        raise ChildFailure("protocol", "harness calibration failed: %s" % (r,))
+                    samples.append((n, wall - sum(r[1])))
+            # The least of three repeats at each size: noise only ever adds time.
+            best = {}
+            for n, w in samples:
+                best[n] = min(best.get(n, w), w)
+            self.overheads[key] = timing.Overhead.fit(sorted(best.items()))
+        r = self.child.request(("load", self.module_path, self.task.entry_point, self.src_dir), self.opt.load_timeout_s)
+        if r[0] != "ok":
+            self.build_error = "importing the submission failed: %s" % (r[1],)
+            raise CaseFailure("error", self.build_error)
+
+    def _ensure_child(self, cases):
+        if self.child is None or self.child.proc.poll() is not None:
+            if self.child is not None:
+                self.child.kill()
+            self._start_child(cases)
+
+    def _drop_child(self):
+        if self.child is not None:
+            self.child.kill()
+            self.child = None
+
+    @staticmethod
+    def _dims_key(dims):
+        import json
+        return json.dumps(dims, sort_keys=True)
+
+    # --- shapes ----------------------------------------------------------------
+    def timing_dims(self, case):
+        """(dims timed, note): the graded shape on a GPU; on the CPU a measure shape."""
+        if self.device != "cpu":
+            return case.dims, ""
+        _, w = self.task.workload(case.workload)
+        measure = [self.task.bind(w, s) for s in w.get("measure", [])]
+        if measure:
+            d = measure[min(case.graded_index, len(measure) - 1)]
+            return d, "timed on the CPU at measure shape %s, not the graded shape" % self._dims_key(d)
+        corr = [self.task.bind(w, s) for s in w.get("correctness", [])]
+        d = max(corr, key=self.task.work)
+        return d, "timed on the CPU at correctness shape %s (no measure shapes), not the graded shape" % self._dims_key(d)
+
+    # --- one batch -------------------------------------------------------------
+    def _batch(self, dims, labels, mode, record):
+        """Run one batch of input sets in the child; verify every output. Returns (child_ns, wall_ns)."""
+        seeds = [self.secret.derive(*lab) for lab in labels]
+        sets = [inputs.make_inputs(self.task, dims, s, self.device) for s in seeds]
+        if self.device == "cpu":
+            for st in sets:
+                for t in st:
+                    t.share_memory_()
+        opts = {"poison": 2 * self._set_bytes(dims) + 4096 if mode in ("call", "profile") else 0, "flush": mode == "timed"}
+        self.child.request(("prepare", sets), 120)
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        self.child.send(("profile", opts) if mode == "profile" else ("go", "submission", opts))
+        try:
+            r = self.child.recv(self.opt.call_timeout_s * len(sets) + self.opt.batch_slack_s)
+        except ChildFailure as e:
+            raise CaseFailure("timeout" if e.kind == "timeout" else "error", str(e))
+        wall = time.perf_counter_ns() - t0
+        if r[0] == "raised":
+            raise CaseFailure("error", "the submission raised on call %d: %s" % (r[1], r[2].strip().splitlines()[-1] if r[2].strip() else "?"))
+        if r[0] == "bad_output":
+            raise CaseFailure("incorrect", "call %d: %s" % (r[1], self._name_indices(str(r[2]))))
+        if r[0] == "error":
+            raise CaseFailure("error", "the child reported: %s" % str(r[1]).strip()[-800:])
+        if mode == "profile" and r[0] == "profile" and len(r) == 4 and len(r[3]) == len(sets):
+            child_ns, outs = r[1:3], r[3]  # (events, calls) in place of times
+        elif r[0] != "done" or len(r) != 3 or len(r[2]) != len(sets) or len(r[1]) != len(sets):
+            raise CaseFailure("error", "the child broke the protocol: %r" % (r[0],))
+        else:
+            child_ns, outs = list(r[1]), r[2]
+        self.child.stop()
+        try:
+            self._verify_batch(dims, seeds, sets, outs, labels, record)
+        finally:
+            self.child.cont()
+        return child_ns, wall
+
+    def _verify_batch(self, dims, seeds, sets, outs, labels, record):
+        inplace = [self.task.input_index(n) for n in self.task.in_place]
+        nret = len(self.task.returned_outputs())
+        snaps = []
+        for i, (st, o) in enumerate(zip(sets, outs)):
+            if not isinstance(o, list) or len(o) != nret:
+                raise CaseFailure("incorrect", "call %d returned %d outputs, the task declares %d"
+                                  % (i, len(o) if isinstance(o, list) else -1, nret))
+            for j, t in enumerate(o):
+                why = compare.structure(t, torch.empty(tuple(self.task.output_shapes(dims)[self._ret_index(j)]),
+                                                       dtype=dtypes.torch_dtype(self.task.returned_outputs()[j].dtype), device="meta"),
+                                        repr(self.task.returned_outputs()[j].name), self.device)
+                if why:
+                    raise CaseFailure("incorrect", "call %d: %s" % (i, why))
+            self._check_aliasing(i, st, o, inplace)
+            snaps.append([t.clone() for t in o] + [st[k].clone() for k in inplace])
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        # Anything still writing after "done" (a background thread, a grandchild,
+        # a kernel left running on a side stream) shows up as a change here.
+        time.sleep(self.opt.grace_ms / 1e3)
+        for i, (st, o) in enumerate(zip(sets, outs)):
+            live = list(o) + [st[k] for k in inplace]
+            for t, s in zip(live, snaps[i]):
+                if not _bits_equal(t, s):
+                    raise CaseFailure("incorrect", "call %d: outputs changed after the child reported done "
+                                      "(work finishing late, outside the timed window)" % i)
+        for i, (st, seed) in enumerate(zip(sets, seeds)):
+            pristine = inputs.make_inputs(self.task, dims, seed, self.device)
+            if self.task.read_only_inputs:
+                for k, (a, b) in enumerate(zip(st, pristine)):
+                    if k not in inplace and not _bits_equal(a, b):
+                        raise CaseFailure("incorrect", "call %d modified input %r, which is read-only"
+                                          % (i, self.task.inputs[k].name))
+            try:
+                expected = reference.run(self.ref, self.task, pristine)
+            except reference.ReferenceError_ as e:
+                raise CaseFailure("error", "reference failed (a task problem, not the submission's): %s" % e)
+            v = compare.compare(snaps[i], expected, self.specs, self.task.comparator, self.task.tolerance,
+                                self.task.row_pass)
+            record(v)
+            if not v.ok:
+                raise CaseFailure("incorrect", "%s: %s" % (labels[i][0] + " " + "/".join(str(x) for x in labels[i][1:]), v.reason))
+
+    def _set_bytes(self, dims):
+        """Bytes of one input set plus its outputs (what a batch holds per call)."""
+        total = 0
+        for specs, shapes in ((self.task.inputs, self.task.input_shapes(dims)), (self.task.outputs, self.task.output_shapes(dims))):
+            for sp, sh in zip(specs, shapes):
+                total += int(torch.Size(sh).numel()) * torch.empty((), dtype=dtypes.torch_dtype(sp.dtype)).element_size()
+        return total
+
+    def _name_indices(self, reason):
+        """The child speaks in indices ("output 0 ... input 1"); the message names the tensors."""
+        import re
+        outs = [sp.name for sp in self.task.returned_outputs()]
+        ins = [sp.name for sp in self.task.inputs]
+        pick = lambda names, i: repr(names[i]) if i < len(names) else str(i)  # noqa: E731
+        reason = re.sub(r"\boutputs (\d+) and (\d+)", lambda m: "outputs %s and %s" % (pick(outs, int(m.group(1))), pick(outs, int(m.group(2)))), reason)
+        reason = re.sub(r"\boutput (\d+)", lambda m: "output %s" % pick(outs, int(m.group(1))), reason)
+        return re.sub(r"\binput (\d+)", lambda m: "input %s" % pick(ins, int(m.group(1))), reason)
+
+    def _ret_index(self, j):
+        names = [s.name for s in self.task.outputs]
+        return names.index(self.task.returned_outputs()[j].name)
+
+    def _check_aliasing(self, i, st, outs, inplace):
+        in_spans = [(self.task.inputs[k].name, _span(t)) for k, t in enumerate(st)]
+        out_spans = [_span(t) for t in outs]
+        names = [s.name for s in self.task.returned_outputs()]
+        for j, sp in enumerate(out_spans):
+            for name, isp in in_spans:
+                if _overlap(sp, isp):
+                    raise CaseFailure("incorrect", "call %d: output %r shares memory with input %r (aliasing is refused)"
+                                      % (i, names[j], name))
+            for k in range(j):
+                if _overlap(sp, out_spans[k]):
+                    raise CaseFailure("incorrect", "call %d: outputs %r and %r share memory" % (i, names[k], names[j]))
+
+    # --- phases ----------------------------------------------------------------
+    def correctness(self, workload):
+        """Every correctness shape, `trials` fresh input sets each, checked. Returns (ok, message, verdicts)."""
+        verdicts = []
+        shapes = self.task.shapes(workload, "correctness")
+        for si, dims in enumerate(shapes):
+            labels = [("correctness", workload, si, t) for t in range(self.opt.trials)]
+            self._batch(dims, labels, "call", verdicts.append)
+        return verdicts
+
+    def timed(self, case, dims, verdicts):
+        """Warm-up, then `iterations` timed calls in batches of fresh inputs; every output checked."""
+        per_set = self._set_bytes(dims) + 1
+        if self.opt.batch:
+            bsize = int(self.opt.batch)
+        elif self.device == "cuda":
+            free = torch.cuda.mem_get_info()[0]
+            bsize = int(max(1, min(25, (free // 4) // (3 * per_set))))
+        else:
+            bsize = 10
+        key = self._dims_key(dims)
+        overhead = self.overheads.get(key, timing.Overhead())
+        done = 0
+        while done < self.opt.warmup:
+            n = min(bsize, self.opt.warmup - done)
+            self._batch(dims, [("warmup", case.id, done + k) for k in range(n)], "timed", verdicts.append)
+            done += n
+        samples, flagged, figures = [], 0, []
+        done = 0
+        while done < self.opt.iterations:
+            n = min(bsize, self.opt.iterations - done)
+            child_ns, wall = self._batch(dims, [("timed", case.id, done + k) for k in range(n)], "timed", verdicts.append)
+            fig = timing.cross_check(child_ns, wall, overhead)
+            figures.append(fig)
+            flagged += fig.flagged
+            samples.extend(fig.samples_ns)
+            done += n
+        return samples, flagged, figures, overhead
+
+    def profile(self, case, dims, verdicts):
+        """Untimed profiler pass (child; its outputs are checked like any other) and the reference's profile (judge)."""
+        from torch.profiler import ProfilerActivity, profile as tprofile
+        (events, calls), _ = self._batch(dims, [("profile", case.id, k) for k in range(2)], "profile", verdicts.append)
+        pristine = inputs.make_inputs(self.task, dims, self.secret.derive("profile-ref", case.id), self.device)
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device == "cuda" else [])
+        with tprofile(activities=acts) as prof:
+            reference.run(self.ref, self.task, pristine)
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+        ref_names = [ev.name for ev in prof.events()]
+        return events, calls, ref_names
+
+    # --- the run -----------------------------------------------------------------
+    def run(self, cases):
+        results = []
+        corr_verdicts, corr_fail = [], None
+        try:
+            self._ensure_child(cases)
+            workloads = sorted({c.workload for c in cases})
+            for w in workloads:
+                try:
+                    corr_verdicts += self.correctness(w)
+                except CaseFailure as e:
+                    corr_fail = e
+                    if e.status in ("timeout", "error"):
+                        self._drop_child()
+                    break
+        except (CaseFailure, ChildFailure) as e:
+            status = getattr(e, "status", "error")
+            for c in cases:
+                results.append(self._case_doc(c, status, False, [], None, {}, str(e)))
+            self._drop_child()
+            return self._document(results)
+        for c in cases:
+            results.append(self._run_case(c, corr_verdicts, corr_fail, cases))
+        if self.child is not None:
+            self.child.close()
+            self.child = None
+        return self._document(results)
+
+    def _run_case(self, case, corr_verdicts, corr_fail, cases):
+        verdicts = list(corr_verdicts)
+        if corr_fail is not None:
+            return self._case_doc(case, corr_fail.status, False, verdicts, None, {},
+                                  "correctness trials: %s" % corr_fail)
+        dims, note = self.timing_dims(case)
+        try:
+            self._ensure_child(cases)
+            samples, flagged, figures, overhead = self.timed(case, dims, verdicts)
+            events, calls, ref_names = self.profile(case, dims, verdicts)
+        except (CaseFailure, ChildFailure) as e:
+            status = getattr(e, "status", "error")
+            if status in ("timeout", "error") or isinstance(e, ChildFailure):
+                self._drop_child()
+            return self._case_doc(case, status, False, verdicts, None, {}, "%s%s" % (str(e), ("; " + note) if note else ""))
+        med, spread = timing.summarise(samples)
+        msgs = [note] if note else []
+        if flagged:
+            msgs.append("%d of %d timed batches: the child's own times were implausibly below the judge's clock "
+                        "(harness %.1f us/call); the judge-derived time was used" % (flagged, len(figures), overhead.per_call_ns / 1e3))
+        gate_doc = {}
+        figs = gates.profile_figures(events, calls, self.device)
+        g, gm = gates.extra_gates(self.task, figs)
+        gate_doc.update(g)
+        msgs += gm
+        lg, lm = gates.library_gate([e[0] for e in events], ref_names, self.device)
+        gate_doc["library-calls"] = lg
+        if lm:
+            msgs.append(lm)
+        _, w = self.task.workload(case.workload)
+        graded = [self.task.bind(w, s) for s in w.get("graded", [])]
+        roof_s, how = gates.roofline_seconds(self.task, dims, self.device_class, graded, w.get("roofline_us"))
+        rg, rm = gates.roofline_gate(med / 1e9, roof_s, how)
+        if rg is not None:
+            gate_doc["roofline"] = rg
+        if rm:
+            msgs.append(rm)
+        work = self.task.work(dims)
+        value = timing.metric_value(self.task.metric, work, med / 1e9)
+        metrics = self._metrics(case, value, med)
+        msgs.insert(0, "median %.3f us over %d timed calls, spread %.3f, %s %.6g" % (med / 1e3, len(samples), spread, self.task.metric, value))
+        return self._case_doc(case, "ok", True, verdicts, (samples, spread), gate_doc, "; ".join(m for m in msgs if m), metrics)
+
+    def _metrics(self, case, value, med_ns):
+        metas = case.metrics or [{"name": self.task.metric, "unit": self.task.metric}, {"name": "time_us", "unit": "us"}]
+        out = {}
+        for m in metas:
+            unit = str(m.get("unit", "")).strip()
+            name = m.get("name")
+            if name == "reward" or unit == self.task.metric or name == self.task.metric:
+                out[name] = value
+            elif unit in ("us", "µs", "usec"):
+                out[name] = med_ns / 1e3
+            elif unit == "ms":
+                out[name] = med_ns / 1e6
+            elif unit == "ns":
+                out[name] = med_ns
+            elif unit == "s":
+                out[name] = med_ns / 1e9
+        return out
+
+    def _case_doc(self, case, status, correct, verdicts, timing_fig, gate_doc, message, metrics=None):
+        rel = max((v.error_rel for v in verdicts), default=None)
+        ab = max((v.error_abs_max for v in verdicts), default=None)
+        failed = [v for v in verdicts if not v.ok]
+        if failed:
+            rel = max(v.error_rel for v in failed)
+        clean = lambda x: x if isinstance(x, (int, float)) and math.isfinite(x) else None  # noqa: E731
+        return {
+            "test_case_id": case.id,
+            "status": status,
+            "correct": bool(correct),
+            "error_rel": clean(rel),
+            "error_abs_max": clean(ab),
+            "metrics": ({k: clean(v) for k, v in metrics.items()} if (metrics and correct) else
+                        {m["name"]: 0.0 for m in (case.metrics or [])} if case.metrics else {}),
+            "samples": len(timing_fig[0]) if timing_fig else 0,
+            "spread": clean(timing_fig[1]) if timing_fig else None,
+            "gates": gate_doc,
+            "message": message,
+        }
+
+    def _document(self, cases):
+        reasons = []
+        for c in cases:
+            if c["status"] != "ok" or not c["correct"]:
+                reasons.append("%s: %s (%s)" % (c["test_case_id"], c["status"], c["message"]))
+                continue
+            for name, g in c["gates"].items():
+                if not g.get("pass"):
+                    reasons.append("%s: gate %s failed (value %s, limit %s)" % (c["test_case_id"], name, g.get("value"), g.get("limit")))
+        accept = not reasons and bool(cases)
+        return {
+            "schema_version": "1",
+            "kernel_id": self.kernel_id,
+            "ran_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "runner_id": self.runner_id,
+            "arch": arch(self.device),
+            "overall": {
+                "accept": accept,
+                "accept_reason": ("all %d cases correct and within their gates" % len(cases)) if accept else "; ".join(reasons)[:4000] or "no cases ran",
+                "build_ok": self.build_error is None,
+            },
+            "cases": cases,
+        }
+
+
+def arch(device):
+    if device == "cuda" and torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        return "sm_%d%d" % (major, minor)
+    return "cpu"

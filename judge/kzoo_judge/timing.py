@@ -1,0 +1,100 @@
+"""Timing figures: overhead model, the judge-clock cross-check, median and spread.
+
+Per-call samples come from the child (CUDA events around `fn(); synchronize()`
+on the GPU, perf_counter_ns on the CPU). The child can lie, so every batch is
+also timed by the judge's own clock, from "go" to the moment the child's
+outputs have arrived. Before any submitted code is imported the judge runs a
+trivial judge-owned function through the same loop to learn the harness's
+own cost (fixed per batch + per call). A batch whose child-reported total is
+implausibly below the judge's clock minus that cost is flagged, and its
+samples are replaced by the judge-derived per-call time: the submission then
+gets the honest (slightly pessimistic) figure, never a faster one.
+"""
+
+import math
+
+# A child total below this fraction of the judge's estimate is implausible.
+PLAUSIBLE_FRACTION = 0.75
+# Absolute slack (ns) for scheduler noise on a loaded machine.
+SLACK_NS = 200_000
+
+
+class Overhead:
+    def __init__(self, fixed_ns=0.0, per_call_ns=0.0):
+        self.fixed_ns = max(0.0, fixed_ns)
+        self.per_call_ns = max(0.0, per_call_ns)
+
+    @classmethod
+    def fit(cls, samples):
+        """Least-squares line through [(n_calls, harness_ns)] where harness_ns = wall - child total."""
+        if not samples:
+            return cls()
+        if len({n for n, _ in samples}) < 2:
+            n, w = samples[0]
+            return cls(0.0, w / max(n, 1))
+        mx = sum(n for n, _ in samples) / len(samples)
+        my = sum(w for _, w in samples) / len(samples)
+        sxx = sum((n - mx) ** 2 for n, _ in samples)
+        sxy = sum((n - mx) * (w - my) for n, w in samples)
+        slope = sxy / sxx if sxx else 0.0
+        return cls(my - slope * mx, slope)
+
+    def batch_ns(self, n):
+        return self.fixed_ns + n * self.per_call_ns
+
+    def as_dict(self):
+        return {"fixed_us": self.fixed_ns / 1e3, "per_call_us": self.per_call_ns / 1e3}
+
+
+class BatchFigure:
+    def __init__(self, samples_ns, flagged, judge_per_call_ns, child_total_ns, wall_ns):
+        self.samples_ns = samples_ns
+        self.flagged = flagged
+        self.judge_per_call_ns = judge_per_call_ns
+        self.child_total_ns = child_total_ns
+        self.wall_ns = wall_ns
+
+
+def cross_check(child_ns, wall_ns, overhead):
+    """Samples of one batch after checking the child's times against the judge's clock."""
+    n = len(child_ns)
+    child_total = float(sum(child_ns))
+    est_total = wall_ns - overhead.batch_ns(n)
+    if est_total <= 0:
+        est_total = min(wall_ns, max(child_total, 0.0)) if child_total > 0 else wall_ns
+    judge_per_call = est_total / max(n, 1)
+    bad_values = any((not isinstance(t, (int, float))) or t < 0 or math.isnan(t) for t in child_ns)
+    implausible = child_total < PLAUSIBLE_FRACTION * est_total - SLACK_NS
+    # A child claiming MORE than the judge's whole clock is also lying (or broken).
+    too_slow = child_total > wall_ns * 1.05 + SLACK_NS
+    if bad_values or implausible or too_slow:
+        return BatchFigure([judge_per_call] * n, True, judge_per_call, child_total, wall_ns)
+    return BatchFigure([float(t) for t in child_ns], False, judge_per_call, child_total, wall_ns)
+
+
+def quantile(sorted_vals, q):
+    if not sorted_vals:
+        return math.nan
+    pos = q * (len(sorted_vals) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def summarise(samples_ns):
+    """(median_ns, spread) with spread = (p90 - p10) / median."""
+    s = sorted(samples_ns)
+    med = quantile(s, 0.5)
+    if not s or not med > 0:
+        return med, math.nan
+    return med, (quantile(s, 0.9) - quantile(s, 0.1)) / med
+
+
+SCALE = {"GB/s": 1e9, "TFLOP/s": 1e12}
+
+
+def metric_value(metric, work, seconds):
+    """The task's metric from canonical work and a time: GB/s -> /1e9, TFLOP/s -> /1e12, others -> /1."""
+    if not seconds > 0:
+        return math.inf
+    return work / seconds / SCALE.get(metric, 1.0)

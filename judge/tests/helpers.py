@@ -1,0 +1,126 @@
+"""Shared by the judge tests: tiny tasks written on the fly, submissions in temp dirs."""
+
+import json
+import os
+import shutil
+import tempfile
+import textwrap
+
+from kzoo_judge import entry, inputs
+from kzoo_judge import task as taskmod
+from kzoo_judge.judge import Options
+
+SOFTMAX_REF = '''
+import torch
+def reference(x):
+    return torch.softmax(x.to(torch.float64), dim=-1).to(x.dtype)
+'''
+
+
+def softmax_task(dtype="float32", tol=1e-5, comparator="relative-frobenius", extra_gates=None, **over):
+    t = {
+        "name": "tiny-softmax",
+        "family": "test",
+        "definition": {
+            "entry_point": "softmax",
+            "module": "kernel.py",
+            "inputs": [{"name": "x", "shape": ["R", "C"], "dtype": dtype}],
+            "outputs": [{"name": "y", "shape": ["R", "C"], "dtype": dtype}],
+            "reference": {"language": "python/pytorch", "source": SOFTMAX_REF},
+        },
+        "workloads": {"synthetic": {
+            "dims": ["R", "C"],
+            "graded": [[4096, 4096]],
+            "correctness": [[3, 17], [8, 64], [5, 129]],
+            "measure": [[64, 256]],
+        }},
+        "grading": {"metric": "GB/s", "reward": {"kind": "absolute-uncapped", "canonical_work": "2*R*C*4"},
+                    "tolerance": {"value": tol, "comparator": comparator}},
+    }
+    if extra_gates:
+        t["grading"]["extra_gates"] = extra_gates
+    t["definition"].update(over)
+    return t
+
+
+GOOD_SOFTMAX = '''
+import torch
+def softmax(x):
+    return torch.softmax(x.float(), dim=-1).to(x.dtype)
+'''
+
+
+class Sandbox:
+    """A temp workdir with src/<module>; cleans itself up."""
+
+    def __init__(self, module_code, module="kernel.py"):
+        self.dir = tempfile.mkdtemp(prefix="kzoo-judge-test-")
+        self.src = os.path.join(self.dir, "src")
+        os.makedirs(self.src)
+        with open(os.path.join(self.src, module), "w") as f:
+            f.write(textwrap.dedent(module_code))
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+FAST = {"iterations": 6, "warmup": 1, "trials": 2, "batch": 3, "call_timeout_s": 60}
+
+
+def judge(task_raw, module_code, options=None, device="cpu", key=b"k" * 32, kernel_id="test/kernel"):
+    """Run the judge in this process (the child is still a separate process). Returns the document."""
+    task = taskmod.Task(json.loads(json.dumps(task_raw)))
+    box = Sandbox(module_code, task.module)
+    try:
+        opts = dict(FAST)
+        opts.update(options or {})
+        cases = entry.cases_from_workload(task)
+        return entry.run_judge(task, cases, inputs.Secret(key), device, box.src, Options(opts, device), kernel_id, "test-runner")
+    finally:
+        box.close()
+
+
+def case0(doc):
+    return doc["cases"][0]
+
+
+JUDGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_cli(task_raw, module_code, extra_args=(), key=None, timeout=600, env_extra=None):
+    """Run `python3 -m kzoo_judge run` as a separate judge process with a seed on an fd.
+
+    Returns (returncode, stdout bytes, stderr text, key)."""
+    import subprocess
+    import sys
+    key = key or os.urandom(32)
+    box = Sandbox(module_code, task_raw["definition"].get("module", "kernel.py"))
+    try:
+        tpath = os.path.join(box.dir, "task.json")
+        with open(tpath, "w") as f:
+            json.dump(task_raw, f)
+        r, w = os.pipe()
+        os.write(w, key.hex().encode())
+        os.close(w)
+        env = dict(os.environ)
+        env["KZOO_SEED_FD"] = str(r)
+        env["PYTHONPATH"] = JUDGE_ROOT
+        env.update(env_extra or {})
+        args = [sys.executable, "-m", "kzoo_judge", "run", "--task", tpath, "--module-dir", box.src, "--device", "cpu",
+                "--iterations", "6", "--warmup", "1", "--trials", "2"] + list(extra_args)
+        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(r,), env=env,
+                           cwd=box.dir, timeout=timeout)
+        os.close(r)
+        return p.returncode, p.stdout, p.stderr.decode(errors="replace"), key
+    finally:
+        box.close()
+
+
+def signature_ok(stdout, stderr, key):
+    import hashlib
+    import hmac
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    if not lines or not lines[-1].startswith("kzoo-judge-signature: "):
+        return False
+    sig = lines[-1].split(": ", 1)[1].strip()
+    return hmac.compare_digest(sig, hmac.new(key, stdout, hashlib.sha256).hexdigest())

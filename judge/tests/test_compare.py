@@ -1,0 +1,126 @@
+"""Comparators: structure first, NaN/Inf position by position, then each measure."""
+
+import math
+import unittest
+
+import torch
+
+from kzoo_judge import compare
+from kzoo_judge.task import TensorSpec
+
+
+def spec(name="y", dtype="float32"):
+    return TensorSpec({"name": name, "shape": ["N"], "dtype": dtype}, "test")
+
+
+def cmp(out, exp, comparator="relative-frobenius", tol=1e-3, row_pass=1.0, dtype="float32"):
+    outs = out if isinstance(out, list) else [out]
+    exps = exp if isinstance(exp, list) else [exp]
+    specs = [spec("y%d" % i, dtype) for i in range(len(exps))]
+    return compare.compare(outs, exps, specs, comparator, tol, row_pass)
+
+
+class Structure(unittest.TestCase):
+    def test_shape_dtype_type_count(self):
+        e = torch.ones(4)
+        self.assertIn("shape", cmp(torch.ones(5), e).reason)
+        self.assertIn("dtype", cmp(torch.ones(4, dtype=torch.float64), e).reason)
+        self.assertIn("returned 2 outputs", compare.compare([e, e], [e], [spec()], "exact", 0).reason)
+
+        class Lazy(torch.Tensor):
+            pass
+        v = cmp(torch.ones(4).as_subclass(Lazy), e)
+        self.assertFalse(v.ok)
+        self.assertIn("not exactly torch.Tensor", v.reason)
+        self.assertIn("not exactly torch.Tensor", compare.structure([1.0, 1.0, 1.0, 1.0], e, "y"))
+
+
+class NonFinite(unittest.TestCase):
+    def test_nan_in_expected_is_not_a_wildcard(self):
+        e = torch.tensor([1.0, float("nan"), 3.0])
+        v = cmp(torch.tensor([1.0, 2.0, 3.0]), e)
+        self.assertFalse(v.ok)
+        self.assertIn("NaN/Inf pattern", v.reason)
+        self.assertIn("[1]", v.reason)
+
+    def test_nan_where_expected_is_finite(self):
+        self.assertFalse(cmp(torch.tensor([1.0, float("nan")]), torch.tensor([1.0, 2.0])).ok)
+
+    def test_matching_nan_and_inf_patterns_pass(self):
+        e = torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])
+        self.assertTrue(cmp(e.clone(), e).ok)
+
+    def test_inf_sign_must_match(self):
+        v = cmp(torch.tensor([1.0, -float("inf")]), torch.tensor([1.0, float("inf")]))
+        self.assertFalse(v.ok)
+        self.assertIn("NaN/Inf", v.reason)
+
+    def test_all_nan_output_fails_every_comparator(self):
+        e = torch.randn(4, 8)
+        o = torch.full_like(e, float("nan"))
+        for c in ("relative-frobenius", "relative-frobenius-tuple-max", "rowwise", "exact"):
+            self.assertFalse(cmp(o, e, c, tol=1e9 if c != "exact" else 0).ok, c)
+
+
+class Measures(unittest.TestCase):
+    def test_relative_frobenius_value(self):
+        e = torch.tensor([3.0, 4.0])
+        o = torch.tensor([3.0, 4.05])
+        v = cmp(o, e, tol=0.02)
+        self.assertTrue(v.ok)
+        self.assertAlmostEqual(v.error_rel, 0.05 / 5.0, places=6)
+        self.assertAlmostEqual(v.error_abs_max, 0.05, places=5)
+        self.assertFalse(cmp(o, e, tol=0.005).ok)
+
+    def test_relative_frobenius_zero_expected(self):
+        z = torch.zeros(3)
+        self.assertTrue(cmp(z.clone(), z, tol=0).ok)
+        self.assertFalse(cmp(torch.tensor([0.0, 1e-30, 0.0]), z, tol=1).ok)
+
+    def test_tuple_max_takes_the_worst_output(self):
+        a = torch.ones(10)
+        b = torch.ones(10)
+        v = cmp([a.clone(), b * 1.1], [a, b], "relative-frobenius-tuple-max", tol=0.05)
+        self.assertFalse(v.ok)
+        self.assertAlmostEqual(v.error_rel, 0.1, places=5)
+        self.assertIn("'y1'", v.reason)
+        self.assertTrue(cmp([a.clone(), b * 1.01], [a, b], "relative-frobenius-tuple-max", tol=0.05).ok)
+
+    def test_rowwise_fraction_of_rows(self):
+        e = torch.ones(10, 4)
+        o = e.clone()
+        o[0] *= 2  # one bad row in ten
+        self.assertTrue(cmp(o, e, "rowwise", tol=1e-3, row_pass=0.9).ok)
+        v = cmp(o, e, "rowwise", tol=1e-3, row_pass=0.95)
+        self.assertFalse(v.ok)
+        self.assertIn("0.9000 of rows", v.reason)
+
+    def test_exact_is_bitwise(self):
+        e = torch.tensor([1.0, 0.0, float("nan")])
+        self.assertTrue(cmp(e.clone(), e, "exact", tol=0).ok)
+        self.assertFalse(cmp(torch.tensor([1.0, -0.0, float("nan")]), e, "exact", tol=0).ok)  # -0.0 is not 0.0
+        self.assertFalse(cmp(torch.tensor([1.0000001, 0.0, float("nan")]), e, "exact", tol=0).ok)
+        ints = torch.tensor([1, 2, 3], dtype=torch.int64)
+        self.assertTrue(compare.compare([ints.clone()], [ints], [spec("i", "int64")], "exact", 0).ok)
+        self.assertFalse(compare.compare([ints + 1], [ints], [spec("i", "int64")], "exact", 0).ok)
+        b = torch.tensor([True, False])
+        self.assertFalse(compare.compare([~b], [b], [spec("b", "bool")], "exact", 0).ok)
+
+    def test_float8_outputs_compared_by_value(self):
+        from kzoo_judge import dtypes
+        x = dtypes.from_float(torch.tensor([1.0, 2.0, -448.0]), "float8_e4m3fn")
+        self.assertTrue(compare.compare([x.clone()], [x], [spec("f", "float8_e4m3fn")], "relative-frobenius", 0).ok)
+        y = dtypes.from_float(torch.tensor([1.0, 2.0, 448.0]), "float8_e4m3fn")
+        v = compare.compare([y], [x], [spec("f", "float8_e4m3fn")], "relative-frobenius", 0.1)
+        self.assertFalse(v.ok)
+        self.assertAlmostEqual(v.error_abs_max, 896.0)
+
+    def test_measure_ignores_dtype_for_calibration(self):
+        e = torch.tensor([1.0, 2.0], dtype=torch.bfloat16)
+        o = torch.tensor([1.0, 2.001], dtype=torch.float64)
+        self.assertGreater(compare.measure([o], [e], [spec("y", "bfloat16")], "relative-frobenius"), 0)
+        self.assertTrue(math.isfinite(compare.measure([o], [e], [spec("y", "bfloat16")], "relative-frobenius")))
+
+
+if __name__ == "__main__":
+    unittest.main()

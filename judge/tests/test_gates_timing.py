@@ -1,0 +1,144 @@
+"""Metric arithmetic, the timing cross-check, summaries, and each gate on its own."""
+
+import math
+import unittest
+
+from kzoo_judge import gates, timing
+from kzoo_judge import task as taskmod
+
+from tests.helpers import softmax_task
+
+H200 = {"bandwidth_GBps": 4800, "tflops": {"float32": 67, "bfloat16": 989, "float8_e4m3fn": 1979}, "l2_bytes": 52428800}
+
+
+class Metric(unittest.TestCase):
+    def test_units(self):
+        self.assertAlmostEqual(timing.metric_value("GB/s", 2e9, 0.5), 4.0)
+        self.assertAlmostEqual(timing.metric_value("TFLOP/s", 2e12, 0.5), 4.0)
+        self.assertAlmostEqual(timing.metric_value("tokens/s", 1000, 0.5), 2000.0)
+        self.assertEqual(timing.metric_value("GB/s", 1, 0), math.inf)
+
+    def test_metrics_requested_by_the_meta(self):
+        from kzoo_judge.judge import Case, Judge
+        j = Judge.__new__(Judge)
+        j.task = taskmod.Task(softmax_task())
+        c = Case("c", "synthetic", {"R": 1, "C": 1}, [{"name": "bw", "unit": "GB/s"}, {"name": "t", "unit": "us"},
+                                                     {"name": "tm", "unit": "ms"}, {"name": "odd", "unit": "parsecs"}])
+        m = j._metrics(c, 123.0, 2_000_000)
+        self.assertEqual(m, {"bw": 123.0, "t": 2000.0, "tm": 2.0})
+
+
+class Summary(unittest.TestCase):
+    def test_median_and_spread(self):
+        med, spread = timing.summarise([10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110])
+        self.assertEqual(med, 60)
+        self.assertAlmostEqual(spread, (100 - 20) / 60)
+        self.assertTrue(math.isnan(timing.summarise([])[1]))
+
+
+class CrossCheck(unittest.TestCase):
+    def test_overhead_fit_recovers_a_line(self):
+        o = timing.Overhead.fit([(2, 1000 + 2 * 50), (8, 1000 + 8 * 50)])
+        self.assertAlmostEqual(o.fixed_ns, 1000)
+        self.assertAlmostEqual(o.per_call_ns, 50)
+
+    def test_honest_child_keeps_its_samples(self):
+        o = timing.Overhead(100_000, 20_000)
+        child = [1_000_000] * 10  # 10 ms of work
+        wall = 10_000_000 + 100_000 + 10 * 20_000 + 50_000
+        f = timing.cross_check(child, wall, o)
+        self.assertFalse(f.flagged)
+        self.assertEqual(f.samples_ns, [1_000_000.0] * 10)
+
+    def test_child_claiming_less_than_the_judge_clock_is_replaced(self):
+        o = timing.Overhead(100_000, 20_000)
+        child = [10_000] * 10  # claims 0.1 ms total
+        wall = 10_000_000 + 100_000 + 10 * 20_000  # the judge saw 10 ms of work
+        f = timing.cross_check(child, wall, o)
+        self.assertTrue(f.flagged)
+        self.assertAlmostEqual(f.samples_ns[0], 1_000_000, delta=1)
+
+    def test_negative_or_nan_times_are_replaced(self):
+        f = timing.cross_check([-5, float("nan")], 1_000_000, timing.Overhead())
+        self.assertTrue(f.flagged)
+        self.assertTrue(all(s > 0 for s in f.samples_ns))
+
+    def test_child_claiming_more_than_the_whole_clock_is_replaced(self):
+        f = timing.cross_check([10_000_000], 1_000_000, timing.Overhead())
+        self.assertTrue(f.flagged)
+        self.assertLessEqual(f.samples_ns[0], 1_000_000)
+
+
+class Gates(unittest.TestCase):
+    def test_library_gate_cpu(self):
+        g, msg = gates.library_gate(["aten::softmax", "aten::mm"], ["aten::softmax", "aten::exp"], "cpu")
+        self.assertFalse(g["pass"])
+        self.assertIn("aten::mm", msg)
+        g, _ = gates.library_gate(["aten::addmm"], ["aten::matmul", "aten::mm"], "cpu")
+        self.assertTrue(g["pass"], "a BLAS op is allowed when the reference also uses BLAS")
+        g, _ = gates.library_gate(["aten::softmax"], [], "cpu")
+        self.assertTrue(g["pass"])
+
+    def test_library_gate_gpu_kernel_names(self):
+        g, msg = gates.library_gate(["my_softmax_kernel", "sm90_xmma_gemm_bf16bf16_bf16f32"], ["softmax_warp_forward"], "cuda")
+        self.assertFalse(g["pass"])
+        self.assertIn("xmma", msg)
+        g, _ = gates.library_gate(["cutlass_80_tensorop_gemm"], ["nvjet_tst_128x256", "aten::mm"], "cuda")
+        self.assertTrue(g["pass"])
+        g, msg = gates.library_gate(["cudnn::bn_fw_tr_1C11_kernel"], ["aten::mm"], "cuda")
+        self.assertFalse(g["pass"])
+        self.assertIn("cuDNN", msg)
+
+    def test_profile_figures(self):
+        ev = [("k1", "kernel", 30.0), ("k2", "kernel", 10.0), ("k1", "kernel", 30.0), ("aten::add", "op", 5.0)]
+        f = gates.profile_figures(ev, 2, "cuda")
+        self.assertEqual(f["kernels-per-step"], 1.5)
+        self.assertAlmostEqual(f["dominant-share"], 60 / 70)
+        f = gates.profile_figures([("aten::add", "op", 5.0), ("aten::mul", "op", 15.0)], 1, "cpu")
+        self.assertEqual(f["kernels-per-step"], 2)
+        self.assertAlmostEqual(f["dominant-share"], 0.75)
+
+    def test_extra_gates_directions_and_unknown(self):
+        t = taskmod.Task(softmax_task(extra_gates=[
+            {"name": "kernels-per-step", "limit": 1, "direction": "max"},
+            {"name": "dominant-share", "limit": 0.9, "direction": "min"},
+            {"name": "barriers", "limit": 3}]))
+        g, msgs = gates.extra_gates(t, {"kernels-per-step": 2.0, "dominant-share": 0.95})
+        self.assertFalse(g["kernels-per-step"]["pass"])
+        self.assertTrue(g["dominant-share"]["pass"])
+        self.assertFalse(g["barriers"]["pass"], "a gate the judge cannot measure fails closed")
+        self.assertEqual(len(msgs), 2)
+
+    def test_roofline_gb_s(self):
+        t = taskmod.Task(softmax_task())
+        dims = {"R": 4096, "C": 4096}
+        roof, how = gates.roofline_seconds(t, dims, H200)
+        self.assertAlmostEqual(roof, 2 * 4096 * 4096 * 4 / 4800e9)
+        g, msg = gates.roofline_gate(roof / 2, roof, how)
+        self.assertFalse(g["pass"])
+        self.assertIn("below the roofline", msg)
+        self.assertIn("GB/s", msg)
+        g, msg = gates.roofline_gate(roof * 2, roof, how)
+        self.assertTrue(g["pass"])
+        self.assertEqual(msg, "")
+
+    def test_roofline_tflops_uses_the_dominant_dtype(self):
+        raw = softmax_task(dtype="bfloat16")
+        raw["grading"]["metric"] = "TFLOP/s"
+        t = taskmod.Task(raw)
+        roof, how = gates.roofline_seconds(t, {"R": 100, "C": 100}, H200)
+        self.assertAlmostEqual(roof, 2 * 100 * 100 * 4 / 989e12)
+        self.assertIn("bfloat16", how)
+
+    def test_roofline_other_metrics_scale_the_workload_roofline(self):
+        raw = softmax_task()
+        raw["grading"]["metric"] = "tokens/s"
+        t = taskmod.Task(raw)
+        graded = [{"R": 4096, "C": 4096}]
+        roof, _ = gates.roofline_seconds(t, {"R": 2048, "C": 4096}, H200, graded, 300.0)
+        self.assertAlmostEqual(roof, 150e-6)
+        self.assertIsNone(gates.roofline_seconds(t, {"R": 1, "C": 1}, H200)[0])
+
+
+if __name__ == "__main__":
+    unittest.main()

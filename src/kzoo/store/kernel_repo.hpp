@@ -1,0 +1,137 @@
+// The kernel_data repository: a BARE git repository (libgit2) holding every
+// kernel package (DESIGN §4, seed kernel_package_format). Branch `main`
+// carries the packages, one commit per accepted submission; job evidence
+// lives on refs/jobs/<job_id>, never on `main` and never inside a package.
+//
+// Why bare: the service never needs files on disk. Reads go straight to
+// objects, and accept() builds the new tree in memory with treebuilders, so
+// there is no working tree that could drift from HEAD or be half-written
+// when two accepts race. Maintainers clone it (`git clone`), and the git CLI
+// (`git log`, `git show`, `git fsck`) works on it directly. A plain clone does
+// not fetch refs/jobs/*; fetch them explicitly
+// (`git fetch origin 'refs/jobs/*:refs/jobs/*'`).
+//
+// Thread-safety: a KernelRepo holds only the directory and the committer
+// identity. Every method opens its own git_repository handle (libgit2 handles
+// are not shareable across threads, LIBNOTES), so one KernelRepo may be used
+// from any number of threads, and several processes may share the directory.
+// Writers never lose each other's work: a commit names the HEAD it was built
+// on, and git_commit_create refuses (GIT_EMODIFIED) when the branch moved
+// meanwhile; the writer then re-reads HEAD, rebuilds, and tries again.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kzoo/package/package_tree.hpp"
+#include "kzoo/util/result.hpp"
+
+namespace kzoo::store {
+
+struct Person {
+  std::string name;   // no '<', '>' or newlines (git refuses them)
+  std::string email;  // empty is written as "unknown@kzoo.invalid" (libgit2 refuses empty)
+};
+
+struct CommitInfo {
+  std::string id;          // 40 hex digits
+  std::int64_t time = 0;   // seconds since the Unix epoch
+  int offset_minutes = 0;  // the author's UTC offset
+  Person author;
+  std::string message;     // full message
+};
+
+struct AcceptResult {
+  std::string commit;  // the new commit on main
+  std::string parent;  // the HEAD it was built on
+  int attempts = 1;    // 1 + number of times the branch moved underneath
+};
+
+// Computes the new bench_result.yaml from the one at the HEAD being built on
+// (the empty string when the package has none). Called once per attempt: when
+// another accept lands first, it is called again with that accept's file, so
+// metrics_best never goes backwards because of a race.
+using BenchResultUpdate = std::function<Result<std::string>(const std::string& current)>;
+
+struct KernelRepoOptions {
+  Person committer{"kzoo", "kzoo@localhost"};
+  int max_attempts = 64;  // optimistic-lock retries before accept() gives up
+};
+
+class KernelRepo {
+ public:
+  // Opens an existing repository made by init_from_catalog (no upward search).
+  static Result<KernelRepo> open(std::string repo_dir, KernelRepoOptions options = {});
+
+  // Creates a bare repository at `repo_dir` (which must not exist or be an
+  // empty directory) whose first commit on `main` holds every file under
+  // `catalog_kernel_data_dir`, the `.kernel_data` marker included. The catalog
+  // must hold the marker. Symlinks and special files are refused (they cannot
+  // be package content); `__pycache__/` directories and `*.pyc` files are
+  // skipped (interpreter by-products, never authored). The executable bit is
+  // kept. Every path segment must match ^[A-Za-z0-9._-]+$.
+  static Result<KernelRepo> init_from_catalog(const std::string& catalog_kernel_data_dir, std::string repo_dir,
+                                              KernelRepoOptions options = {});
+
+  const std::string& dir() const { return dir_; }
+
+  // The commit `rev` resolves to (default HEAD).
+  Result<std::string> head(const std::string& rev = "HEAD") const;
+
+  // Kernel IDs at `rev`: every directory holding a `.kernel_package/`
+  // directory, sorted. A package's own subdirectories are not searched.
+  Result<std::vector<std::string>> list_packages(const std::string& rev = "HEAD") const;
+
+  // Every file of package `kernel_id` at `rev` (paths relative to the package).
+  Result<package::PackageTree> read_package(const std::string& kernel_id, const std::string& rev = "HEAD") const;
+
+  // One file by its path from the repository root, at `rev`.
+  Result<std::string> read_file(const std::string& path, const std::string& rev = "HEAD") const;
+
+  // Commits reachable from `rev` that changed anything under `path` (a kernel
+  // ID, or any path), newest first, at most `limit`. A merge counts when its
+  // content at `path` differs from every parent's (git log's default).
+  Result<std::vector<CommitInfo>> history(const std::string& path, std::size_t limit = 1000,
+                                          const std::string& rev = "HEAD") const;
+
+  // One commit on `main` that accepts a submission into package `kernel_id`:
+  //  - `submission`'s files under `src/` replace the package's `src/` in full
+  //    (files the submission lacks disappear); at least one is required;
+  //  - its `.kernel_package/` files never land (the server keeps the trusted
+  //    harness and owns bench_result.yaml); any other file is an error;
+  //  - `.kernel_package/bench_result.yaml` becomes update(current bytes);
+  //  - every other file of the repository stays as it is.
+  // `author` is the submitter; the committer is options.committer.
+  Result<AcceptResult> accept(const std::string& kernel_id, const package::PackageTree& submission,
+                              const BenchResultUpdate& update, const std::string& message,
+                              const Person& author) const;
+
+  // The same with fixed bench_result.yaml bytes. Only safe when nothing else
+  // accepts into this kernel concurrently; prefer the BenchResultUpdate form.
+  Result<AcceptResult> accept(const std::string& kernel_id, const package::PackageTree& submission,
+                              const std::string& bench_result_yaml, const std::string& message,
+                              const Person& author) const;
+
+  // Commits `files` (flat or nested relative paths -> bytes) as the whole tree
+  // of a new commit on refs/jobs/<job_id>, parented on that ref's previous
+  // commit if any. `job_id` must match ^[A-Za-z0-9_-]{1,128}$. Returns the
+  // commit id. Never touches `main`.
+  Result<std::string> record_job_evidence(const std::string& job_id, const std::map<std::string, std::string>& files,
+                                          const std::string& message = "") const;
+
+  // The evidence files of the latest commit on refs/jobs/<job_id>.
+  Result<std::map<std::string, std::string>> read_job_evidence(const std::string& job_id) const;
+
+ private:
+  KernelRepo(std::string dir, KernelRepoOptions options) : dir_(std::move(dir)), options_(std::move(options)) {}
+
+  std::string dir_;
+  KernelRepoOptions options_;
+};
+
+}  // namespace kzoo::store

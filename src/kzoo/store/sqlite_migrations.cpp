@@ -1,0 +1,117 @@
+#include "kzoo/store/sqlite_migrations.hpp"
+
+#include <SQLiteCpp/Statement.h>
+#include <sqlite3.h>
+#include <SQLiteCpp/Transaction.h>
+#include <fmt/format.h>
+
+namespace kzoo::store {
+
+namespace {
+
+// Times are UnixMs integers; JSON columns hold JSON text. The CHECKs keep the
+// state machine's invariants even against hand-edited rows.
+constexpr Migration kMigrations[] = {
+    {1, "submissions and jobs", R"SQL(
+CREATE TABLE submissions (
+  id              INTEGER PRIMARY KEY AUTOINCREMENT,
+  kernel_id       TEXT    NOT NULL CHECK (length(kernel_id) BETWEEN 1 AND 200),
+  submitter_id    TEXT    NOT NULL CHECK (length(submitter_id) BETWEEN 1 AND 128),
+  summary         TEXT    NOT NULL DEFAULT '',
+  package_path    TEXT    NOT NULL CHECK (length(package_path) > 0),
+  sha256          TEXT    NOT NULL CHECK (length(sha256) = 64),
+  created_at      INTEGER NOT NULL,
+  updated_at      INTEGER NOT NULL,
+  state           TEXT    NOT NULL CHECK (state IN
+                    ('received','queued','running','accepted','rejected','failed','cancelled')),
+  verdict         TEXT,
+  reasons         TEXT    NOT NULL DEFAULT '[]',
+  accepted_commit TEXT    NOT NULL DEFAULT '',
+  CHECK ((state = 'accepted') = (length(accepted_commit) = 40))
+);
+CREATE TABLE jobs (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  submission_id    INTEGER NOT NULL REFERENCES submissions(id) ON DELETE RESTRICT,
+  state            TEXT    NOT NULL CHECK (state IN
+                     ('queued','running','accepted','rejected','failed','cancelled')),
+  attempts         INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+  max_attempts     INTEGER NOT NULL CHECK (max_attempts >= 1),
+  lease_owner      TEXT,
+  lease_expires_at INTEGER,
+  heartbeat_at     INTEGER,
+  result           TEXT,
+  created_at       INTEGER NOT NULL,
+  started_at       INTEGER,
+  finished_at      INTEGER,
+  CHECK ((state = 'running') = (lease_expires_at IS NOT NULL)),
+  CHECK (state <> 'running' OR lease_owner IS NOT NULL)
+);
+-- At most one active job per submission.
+CREATE UNIQUE INDEX jobs_one_active ON jobs(submission_id) WHERE state IN ('queued','running');
+)SQL"},
+    {2, "indexes for claiming, lease expiry and listing", R"SQL(
+CREATE INDEX jobs_queued ON jobs(id) WHERE state = 'queued';
+CREATE INDEX jobs_leases ON jobs(lease_expires_at) WHERE state = 'running';
+CREATE INDEX jobs_by_submission ON jobs(submission_id, id);
+CREATE INDEX jobs_by_state ON jobs(state);
+CREATE INDEX submissions_by_kernel ON submissions(kernel_id, id);
+CREATE INDEX submissions_by_submitter ON submissions(submitter_id, id);
+)SQL"},
+};
+
+int current_version(SQLite::Database& db) {
+  SQLite::Statement q(db, "SELECT COALESCE(MAX(version), 0) FROM schema_version");
+  q.executeStep();
+  return q.getColumn(0).getInt();
+}
+
+}  // namespace
+
+std::span<const Migration> sqlite_migrations() { return kMigrations; }
+
+StateResult<int> migrate(SQLite::Database& db, std::span<const Migration> migrations, UnixMs now) {
+  const Migration* current = nullptr;
+  try {
+    {
+      SQLite::Transaction tx(db, SQLite::TransactionBehavior::IMMEDIATE);
+      db.exec(
+          "CREATE TABLE IF NOT EXISTS schema_version ("
+          " version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at INTEGER NOT NULL)");
+      tx.commit();
+    }
+    int newest = migrations.empty() ? 0 : migrations.back().version;
+    int at = current_version(db);
+    if (at > newest)
+      return tl::unexpected(StateError{
+          StateError::io, fmt::format("state database {} is at schema version {}, newer than the newest this kzoo "
+                                      "knows ({}): it was written by a newer kzoo; upgrade kzoo",
+                                      db.getFilename(), at, newest)});
+    int previous = 0;
+    for (const Migration& m : migrations) {
+      if (m.version <= previous)
+        return tl::unexpected(StateError{StateError::io, fmt::format("migration list out of order at version {} "
+                                                                     "(a kzoo bug)",
+                                                                     m.version)});
+      previous = m.version;
+      current = &m;
+      SQLite::Transaction tx(db, SQLite::TransactionBehavior::IMMEDIATE);
+      if (current_version(db) >= m.version) continue;  // another process applied it first
+      db.exec(std::string(m.sql));
+      SQLite::Statement ins(db, "INSERT INTO schema_version(version, description, applied_at) VALUES (?, ?, ?)");
+      ins.bind(1, m.version);
+      ins.bind(2, std::string(m.description));
+      ins.bind(3, static_cast<int64_t>(now));
+      ins.exec();
+      tx.commit();
+    }
+    return current_version(db);
+  } catch (const SQLite::Exception& e) {
+    std::string which = current ? fmt::format("migration {} ({})", current->version, current->description)
+                                : std::string("creating schema_version");
+    return tl::unexpected(StateError{
+        (e.getErrorCode() & 0xff) == SQLITE_BUSY ? StateError::busy : StateError::io,
+        fmt::format("state database {}: {} failed and was rolled back: {}", db.getFilename(), which, e.what())});
+  }
+}
+
+}  // namespace kzoo::store

@@ -1,0 +1,33 @@
+// StateDb on SQLite (SQLiteCpp 3.2.1). The database file is opened in WAL
+// mode (readers never block the writer), with a busy timeout (writers wait
+// for each other instead of failing at once), foreign keys on, and
+// synchronous=FULL by default (a committed transition survives power loss).
+// Every write is one BEGIN IMMEDIATE transaction: it takes the write lock
+// before reading the state it checks, so no other connection can change that
+// state between the check and the update (a DEFERRED transaction would fail
+// with SQLITE_BUSY_SNAPSHOT instead of waiting). Migrations run at open.
+//
+// One object = one connection = one thread (LIBNOTES): open one per thread on
+// the same file; the object itself is not safe to share.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "kzoo/store/state_db.hpp"
+
+namespace kzoo::store {
+
+struct SqliteOptions {
+  int busy_timeout_ms = 10000;
+  bool synchronous_full = true;       // false: synchronous=NORMAL (faster, may lose the last commits on power loss)
+  std::function<UnixMs()> clock;      // default: the system clock; tests inject a fake one
+};
+
+// Opens (creating if needed) the state database at `path` and migrates it.
+StateResult<std::unique_ptr<StateDb>> open_sqlite_state_db(const std::string& path, SqliteOptions options = {});
+
+UnixMs system_now_ms();
+
+}  // namespace kzoo::store

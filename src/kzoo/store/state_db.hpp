@@ -1,0 +1,166 @@
+// The service's state: submissions, the jobs that grade them, and the workers'
+// leases on those jobs (DESIGN §4). One interface; SQLite implements it today
+// (sqlite_state_db.hpp), PostgreSQL can implement it later with the same
+// contract (claim with FOR UPDATE SKIP LOCKED, LIBNOTES).
+//
+// State machine (one enum for both; a job is never `received`):
+//
+//   submission: received ─enqueue─► queued ─claim─► running ─complete─► accepted | rejected | failed
+//               received ─reject──► rejected            running ─lease expiry─► queued (attempts left)
+//               received | queued | running ─cancel─► cancelled          └────► failed (none left)
+//   job:        created queued by enqueue, then follows its submission:
+//               queued ─claim─► running ─complete─► accepted | rejected | failed
+//               running ─lease expiry─► queued | failed;  queued | running ─cancel─► cancelled
+//
+// Every transition is one transaction that reads the current state and
+// refuses (StateError::wrong_state, naming both states) when it is not one the
+// transition starts from: nothing is ever a silent no-op. A submission has at
+// most one job at a time. `attempts` counts claims: a job whose lease expires
+// after its max_attempts-th claim fails instead of being queued again.
+//
+// Leases: claim_job hands the oldest queued job to one worker until
+// lease_expires_at; heartbeat extends it; only the current holder may extend
+// or complete it. requeue_expired takes jobs back from vanished workers, so a
+// late completion from such a worker is refused (not_holder or wrong_state)
+// and a job is never completed twice with two outcomes.
+//
+// Threads: an implementation object is one database connection and is NOT
+// thread-safe; give each thread (each worker, each server request thread) its
+// own object opened on the same database.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <tl/expected.hpp>
+
+#include "kzoo/util/result.hpp"
+
+namespace kzoo::store {
+
+// Milliseconds since the Unix epoch, UTC.
+using UnixMs = std::int64_t;
+
+enum class State { received, queued, running, accepted, rejected, failed, cancelled };
+
+std::string_view to_string(State s);
+std::optional<State> parse_state(std::string_view s);
+bool is_final(State s);  // accepted, rejected, failed, cancelled
+
+// The three ways a worker may finish a job.
+enum class Outcome { accepted, rejected, failed };
+State to_state(Outcome o);
+
+struct StateError {
+  enum Kind {
+    not_found,    // no submission / job with that id
+    wrong_state,  // the transition does not start from the current state
+    not_holder,   // the worker does not hold the job's lease
+    invalid,      // a malformed argument (bad sha256, empty worker id...)
+    busy,         // the database stayed locked past the busy timeout: retry
+    io,           // the database failed (disk, corruption, schema)
+  };
+  Kind kind;
+  std::string message;  // names the entity, the states or values, and what to do
+};
+
+template <class T>
+using StateResult = tl::expected<T, StateError>;
+
+std::string_view to_string(StateError::Kind k);
+
+struct NewSubmission {
+  std::string kernel_id;
+  std::string submitter_id;
+  std::string summary;       // optimization_summary; may be empty
+  std::string package_path;  // where the server stored the uploaded tarball
+  std::string sha256;        // of the tarball, 64 lowercase hex digits
+};
+
+struct Submission {
+  std::int64_t id = 0;
+  std::string kernel_id, submitter_id, summary, package_path, sha256;
+  UnixMs created_at = 0;
+  UnixMs updated_at = 0;
+  State state = State::received;
+  nlohmann::json verdict;            // null until decided
+  std::vector<std::string> reasons;  // why rejected / failed / cancelled
+  std::string accepted_commit;       // kernel_data commit of an accepted submission, else empty
+};
+
+struct Job {
+  std::int64_t id = 0;
+  std::int64_t submission_id = 0;
+  State state = State::queued;
+  int attempts = 0;      // times claimed
+  int max_attempts = 0;
+  std::string lease_owner;  // current holder while running; last holder afterwards; empty if never claimed
+  std::optional<UnixMs> lease_expires_at;  // set only while running
+  std::optional<UnixMs> heartbeat_at;
+  nlohmann::json result;  // the worker's result document; null until completed
+  UnixMs created_at = 0;
+  std::optional<UnixMs> started_at;  // last claim
+  std::optional<UnixMs> finished_at;
+};
+
+// What a worker hands back when it finishes a job.
+struct Completion {
+  Outcome outcome = Outcome::failed;
+  nlohmann::json result;             // the job's result (benchmark output, evidence commit...)
+  nlohmann::json verdict;            // the submission's verdict
+  std::vector<std::string> reasons;  // human reasons, shown to the submitter
+  std::string accepted_commit;       // required for Outcome::accepted, else empty
+};
+
+struct Requeued {
+  std::int64_t job_id = 0;
+  std::string lost_owner;  // the worker whose lease expired
+  State now = State::queued;  // queued, or failed when attempts ran out
+};
+
+struct SubmissionFilter {
+  std::optional<std::string> kernel_id;
+  std::optional<std::string> submitter_id;
+  std::optional<State> state;
+  std::int64_t before_id = INT64_MAX;  // paging: ids strictly below, newest first
+  int limit = 100;
+};
+
+class StateDb {
+ public:
+  virtual ~StateDb() = default;
+
+  virtual StateResult<Submission> create_submission(const NewSubmission& s) = 0;
+  // received → queued, and creates its job (queued). Returns the job.
+  virtual StateResult<Job> enqueue(std::int64_t submission_id, int max_attempts = 3) = 0;
+  // received → rejected (validation failed before any job ran).
+  virtual StateResult<Submission> reject(std::int64_t submission_id, const std::vector<std::string>& reasons,
+                                         const nlohmann::json& verdict) = 0;
+  // received | queued | running → cancelled, the active job with it.
+  virtual StateResult<Submission> cancel(std::int64_t submission_id, const std::string& reason) = 0;
+
+  // The oldest queued job, now running under `worker_id` until now + lease.
+  // nullopt when nothing is queued.
+  virtual StateResult<std::optional<Job>> claim_job(const std::string& worker_id, int lease_seconds) = 0;
+  // Extends the lease to now + lease_seconds; only for the holder of a running job.
+  virtual StateResult<Job> heartbeat(std::int64_t job_id, const std::string& worker_id, int lease_seconds) = 0;
+  // running → outcome, for the job and its submission; only for the holder.
+  virtual StateResult<Job> complete(std::int64_t job_id, const std::string& worker_id, const Completion& c) = 0;
+  // Every running job whose lease expired at or before `now`.
+  virtual StateResult<std::vector<Requeued>> requeue_expired(UnixMs now) = 0;
+
+  virtual StateResult<Submission> get_submission(std::int64_t id) = 0;
+  virtual StateResult<Job> get_job(std::int64_t id) = 0;
+  virtual StateResult<std::vector<Job>> jobs_of(std::int64_t submission_id) = 0;
+  virtual StateResult<std::vector<Submission>> list_submissions(const SubmissionFilter& f) = 0;
+  virtual StateResult<std::int64_t> count_jobs(State s) = 0;
+
+  // The schema version the database is at after open.
+  virtual int schema_version() = 0;
+};
+
+}  // namespace kzoo::store
