@@ -3,13 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
 
 #include "kzoo/format/yaml_json.hpp"
-#include "kzoo/package/kernel_id.hpp"
 
 namespace kzoo::task {
 
@@ -150,6 +151,33 @@ json io_signature(const Task& task) {
   return sig;
 }
 
+// The seed's kernel-ID rule (as package::check_kernel_id states it): every
+// segment matches ^[A-Za-z0-9._-]+$ and is not "." or ".."; at most 16
+// segments and 200 bytes. Checked here directly so scaffolding, which writes
+// under the root, never depends on more than this rule.
+Result<std::vector<std::string>> kernel_id_segments(const std::string& id) {
+  if (id.empty()) return fail("the kernel id is empty");
+  if (id.size() > 200) return fail("kernel id \"" + id + "\" is over 200 bytes");
+  std::vector<std::string> seg;
+  for (std::size_t start = 0;;) {
+    auto slash = id.find('/', start);
+    seg.push_back(id.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  for (const auto& s : seg) {
+    const bool chars_ok = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    });
+    if (!chars_ok || s == "." || s == "..") {
+      return fail("kernel id \"" + id + "\" has segment \"" + s +
+                  "\"; segments match ^[A-Za-z0-9._-]+$ and are not '.' or '..' (no leading or trailing '/')");
+    }
+  }
+  if (seg.size() > 16) return fail("kernel id \"" + id + "\" has more than 16 segments");
+  return seg;
+}
+
 Result<void> write_new_file(const fs::path& path, const std::string& content) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
@@ -235,16 +263,9 @@ Result<nlohmann::ordered_json> test_case_metas(const Task& task, const std::stri
 
 Result<std::map<std::string, std::string>> render_package(const Task& task, const std::string& kernel_id,
                                                           const std::string& workload) {
-  if (auto bad = package::check_kernel_id(kernel_id, "--kernel-id"); !bad.empty()) {
-    return fail("kernel id \"" + kernel_id + "\": " + bad.front().detail);
-  }
-  std::vector<std::string> seg;
-  for (std::size_t start = 0;;) {
-    auto slash = kernel_id.find('/', start);
-    seg.push_back(kernel_id.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
+  auto segments = kernel_id_segments(kernel_id);
+  if (!segments) return tl::unexpected(segments.error());
+  const std::vector<std::string>& seg = *segments;
   if (seg.size() < 5) {
     return fail("kernel id \"" + kernel_id + "\" needs at least 5 segments, arch/op_class/sub_class/quant/name "
                 "(e.g. h200/norm/softmax/bf16/softmax_eager)");
@@ -292,8 +313,8 @@ Result<std::map<std::string, std::string>> render_package(const Task& task, cons
 
 Result<std::string> scaffold_package(const Task& task, const ScaffoldOptions& o) {
   std::error_code ec;
-  if (!fs::is_regular_file(fs::path(o.root) / std::string(package::kRootMarker), ec)) {
-    return fail(o.root + " is not a kernel_data root (no " + std::string(package::kRootMarker) +
+  if (!fs::is_regular_file(fs::path(o.root) / ".kernel_data", ec)) {
+    return fail(o.root + " is not a kernel_data root (no .kernel_data"
                 " marker file); create the marker or pass the right --root");
   }
   auto files = render_package(task, o.kernel_id, o.workload);
