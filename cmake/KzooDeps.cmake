@@ -17,6 +17,10 @@ pkg_check_modules(LIBGIT2 REQUIRED IMPORTED_TARGET libgit2)
 # cpp-httplib is a compiled library in Debian; its Cflags change class layout,
 # so they must reach every translation unit (LIBNOTES).
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# The sandbox's seccomp filter (runner/seccomp.cpp) and the judge signature's
+# HMAC-SHA256 (runner/grade.cpp).
+pkg_check_modules(LIBSECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 if(KZOO_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
@@ -29,4 +33,5 @@ add_library(kzoo::deps ALIAS kzoo_deps)
 target_link_libraries(kzoo_deps INTERFACE
   nlohmann_json::nlohmann_json valijson yaml-cpp LibArchive::LibArchive
   SQLiteCpp SQLite::SQLite3 CLI11::CLI11 fmt::fmt spdlog::spdlog
-  tl::expected PkgConfig::LIBGIT2 PkgConfig::HTTPLIB Threads::Threads)
+  tl::expected PkgConfig::LIBGIT2 PkgConfig::HTTPLIB PkgConfig::LIBSECCOMP OpenSSL::Crypto
+  Threads::Threads)

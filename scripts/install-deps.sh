@@ -11,7 +11,7 @@ PKGS=(
   # libraries (DESIGN §7)
   nlohmann-json3-dev libvalijson-dev libyaml-cpp-dev libarchive-dev libgit2-dev
   libsqlite3-dev libsqlitecpp-dev libcli11-dev libspdlog-dev libfmt-dev
-  libcpp-httplib-dev libexpected-dev libssl-dev zlib1g-dev
+  libcpp-httplib-dev libexpected-dev libssl-dev zlib1g-dev libseccomp-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # the judge (CPU PyTorch for machines without a GPU) and the sandbox

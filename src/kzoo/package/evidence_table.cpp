@@ -1,0 +1,225 @@
+// Tables of numbers: delimiter-separated, Markdown/RST/box-drawn pipe
+// tables, column-aligned printouts, and columns of bare numbers.
+#include "kzoo/package/evidence_lines.hpp"
+#include "kzoo/package/evidence_text.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstddef>
+#include <cstring>
+#include <set>
+#include <vector>
+
+namespace kzoo::package::evidence_detail {
+
+namespace {
+
+bool is_md_separator(const std::vector<sv>& cells) {
+  for (sv c : cells) {
+    sv t = trim(c);
+    if (t.empty() || !std::all_of(t.begin(), t.end(), [](char ch) { return ch == '-' || ch == ':'; })) return false;
+  }
+  return true;
+}
+
+struct TableRun {
+  std::size_t start = 0, cells = 0, data = 0, fractional = 0;
+  bool markdown = false, perf = false, active = false;
+};
+
+// Column-aligned output (pandas, profilers, pytest-benchmark, hand-pasted
+// results): whitespace-separated rows with at least three number tokens
+// making up most of the row. Rows are grouped by their count of numbers, so
+// a label column or a free-text name ("void at::native::...") does not matter.
+std::optional<Finding> find_aligned_table(const std::vector<sv>& lines, TextKind kind) {
+  std::size_t sig_of_run = 0, rows = 0, start = 0;
+  bool perf = false;
+  std::string header;
+  auto verdict = [&]() -> std::optional<Finding> {
+    // Code comments document small numeric tables (ranges, encodings): a
+    // longer run is needed there unless the headers say "measured".
+    if ((perf && rows >= 2) || rows >= (kind == TextKind::Code ? 8u : 5u)) {
+      return Finding{"evidence.table", line_ptr(start),
+                     "holds a column-aligned table with " + std::to_string(rows) + " rows of numbers" +
+                         (perf ? " under measurement headers (time/latency/throughput...)" : "") +
+                         ": results and statistics are not package content"};
+    }
+    return std::nullopt;
+  };
+  for (std::size_t n = 0; n < lines.size(); ++n) {
+    sv t = kind == TextKind::Code ? strip_comment(lines[n]) : trim(lines[n]);
+    if (is_rule_line(t)) continue;
+    std::vector<sv> cells = split_cells(t, ' ');
+    std::size_t numeric = 0, lead = 0;
+    for (sv c : cells) numeric += is_numeric_cell(c) ? 1 : 0;
+    while (lead < cells.size() && is_numeric_cell(cells[lead])) ++lead;
+    bool data = numeric >= 3 && (lead >= 3 || numeric * 10 >= cells.size() * 6);
+    if (data && numeric == sig_of_run) {
+      ++rows;
+      continue;
+    }
+    if (auto f = verdict()) return f;
+    if (data) {
+      sig_of_run = numeric, rows = 1, start = n;
+      perf = has_perf_keyword(header);
+    } else {
+      sig_of_run = 0, rows = 0;
+      header = std::string(t);
+    }
+  }
+  return verdict();
+}
+
+// A column of bare numbers (np.savetxt of a 1-D array, a pasted list of
+// timings) in a prose file: no authored document is mostly numbers.
+std::optional<Finding> find_number_column(const std::vector<sv>& lines) {
+  std::size_t nonblank = 0, numbers = 0, first = 0;
+  for (std::size_t n = 0; n < lines.size(); ++n) {
+    sv t = trim(lines[n]);
+    if (t.empty()) continue;
+    ++nonblank;
+    std::vector<sv> cells = split_cells(t, ' ');
+    bool all_numbers = !cells.empty() && std::all_of(cells.begin(), cells.end(), [](sv c) {
+      while (!c.empty() && (c.back() == ',' || c.back() == ';')) c.remove_suffix(1);
+      return is_numeric_cell(c);
+    });
+    if (all_numbers && numbers++ == 0) first = n;
+  }
+  if (numbers >= 20 && numbers * 2 >= nonblank) {
+    return Finding{"evidence.table", line_ptr(first),
+                   std::to_string(numbers) + " of its " + std::to_string(nonblank) +
+                       " lines are bare numbers: a data dump, not a document"};
+  }
+  return std::nullopt;
+}
+
+// Box-drawing tables (rich, tabulate "fancy_grid") read as pipe tables:
+// vertical strokes become '|', the rest '-'.
+std::string unbox(sv text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    unsigned char b = static_cast<unsigned char>(text[i]);
+    if (b == 0xe2 && i + 2 < text.size() && (static_cast<unsigned char>(text[i + 1]) == 0x94 ||
+                                             static_cast<unsigned char>(text[i + 1]) == 0x95)) {
+      unsigned cp = 0x2000 | ((static_cast<unsigned char>(text[i + 1]) & 0x3f) << 6) |
+                    (static_cast<unsigned char>(text[i + 2]) & 0x3f);
+      bool vertical = cp == 0x2502 || cp == 0x2503 || cp == 0x2506 || cp == 0x2507 || cp == 0x250a ||
+                      cp == 0x250b || cp == 0x2551;
+      out += vertical ? '|' : '-';
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<Finding> find_table(sv raw_text, TextKind kind) {
+  const std::string text = unbox(raw_text);
+  std::vector<sv> lines = split_lines(text);
+  if (auto f = find_aligned_table(lines, kind)) return f;
+  if (kind == TextKind::Prose) {
+    if (auto f = find_number_column(lines)) return f;
+  }
+  for (char d : {',', '\t', ';', '|'}) {
+    TableRun run;
+    std::string header;
+    std::optional<Finding> hit;
+    auto close = [&]() {
+      if (!run.active) return;
+      // Pipe tables (Markdown, RST grids) are how authors document parameters:
+      // they need measurement headers, or many fractional rows.
+      bool flagged = (run.markdown || d == '|')
+                         ? ((run.perf && run.data >= 1) || (run.data >= 8 && run.fractional * 2 >= run.data) ||
+                            run.data >= 20)
+                                  : ((run.perf && run.data >= 2) || run.data >= 5 ||
+                                     (kind == TextKind::Prose && run.data >= 3 && run.fractional * 2 >= run.data));
+      if (flagged && !hit) {
+        std::string what = d == ',' ? "comma-separated" : d == '\t' ? "tab-separated" : d == ';' ? "semicolon-separated"
+                           : d == '|' ? (run.markdown ? "Markdown" : "pipe-separated") : "column-aligned";
+        hit = Finding{"evidence.table", line_ptr(run.start),
+                      "holds a " + what + " table with " + std::to_string(run.data) + " rows of numbers" +
+                          (run.perf ? " under measurement headers (time/latency/throughput...)" : "") +
+                          ": results and statistics are not package content"};
+      }
+      run = TableRun{};
+    };
+    for (std::size_t n = 0; n < lines.size() && !hit; ++n) {
+      sv t = kind == TextKind::Code ? strip_comment(lines[n]) : trim(lines[n]);
+      if (d == '|' && t.find('|') != sv::npos && is_md_separator(split_cells(t, '|'))) {
+        if (!run.active) run = TableRun{n, split_cells(t, '|').size(), 0, 0, false, has_perf_keyword(header), true};
+        run.markdown = true;
+        continue;
+      }
+      if (!t.empty() && is_rule_line(t)) continue;  // +=====+=====+ between header and rows
+      if (t.empty() || (d != ' ' && t.find(d) == sv::npos)) {
+        close();
+        header.clear();
+        continue;
+      }
+      // In code, "1, 2, 3," is an array initialiser, not a CSV row.
+      if (kind == TextKind::Code && d == ',' && t.back() == ',') {
+        close();
+        continue;
+      }
+      std::vector<sv> cells = split_cells(t, d);
+      std::size_t min_cells = d == ' ' ? 3 : 2;
+      if (cells.size() < min_cells) {
+        close();
+        header = std::string(t);
+        continue;
+      }
+      if (d == '|' && is_md_separator(cells)) {
+        if (!run.active) run = TableRun{n, cells.size(), 0, 0, false, has_perf_keyword(header), true};
+        run.markdown = true;
+        continue;
+      }
+      std::size_t numeric = 0, nonempty = 0;
+      bool frac = false;
+      for (sv c : cells) {
+        sv ct = trim(c);
+        if (ct.empty() || ct == "-" || ct == "n/a" || ct == "N/A") continue;
+        ++nonempty;
+        if (is_numeric_cell(ct)) {
+          ++numeric;
+          frac |= ct.find('.') != sv::npos;
+        }
+      }
+      // In code, separators also align "#define X\t0x01" and argument lists:
+      // only rows made of numbers alone count there.
+      bool data_row = kind == TextKind::Code ? (numeric >= 2 && numeric == nonempty)
+                                             : (numeric >= 1 && numeric * 2 >= nonempty);
+      // Column-aligned rows may carry an index column the header lacks.
+      bool same_shape = run.active && (cells.size() == run.cells || (d == ' ' && run.data == 0 && cells.size() == run.cells + 1));
+      if (!same_shape) {
+        close();
+        if (!data_row) {
+          header = std::string(t);
+          run = TableRun{n, cells.size(), 0, 0, false, has_perf_keyword(header), d != ' '};
+          if (d == ' ') run.active = true;  // a header line starts the run
+          continue;
+        }
+        run = TableRun{n, cells.size(), 0, 0, false, has_perf_keyword(header), true};
+        header.clear();
+      }
+      run.cells = cells.size();
+      if (data_row) {
+        ++run.data;
+        if (frac) ++run.fractional;
+      } else if (run.data == 0) {
+        run.perf = run.perf || has_perf_keyword(t);
+      } else {
+        close();
+      }
+    }
+    close();
+    if (hit) return hit;
+  }
+  return std::nullopt;
+}
+
+}  // namespace kzoo::package::evidence_detail

@@ -1,0 +1,357 @@
+#include "kzoo/runner/grade.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "kzoo/format/json_schema.hpp"
+#include "kzoo/format/json_text.hpp"
+#include "kzoo/package/inspect.hpp"
+#include "kzoo/package/kernel_id.hpp"
+#include "kzoo/package/tarball.hpp"
+#include "kzoo/runner/signature.hpp"
+
+namespace kzoo::runner {
+namespace fs = std::filesystem;
+namespace {
+
+GradeOutcome outcome(GradeStatus s, std::string reason) {
+  GradeOutcome o;
+  o.status = s;
+  o.reason = std::move(reason);
+  return o;
+}
+
+Result<std::string> read_whole(const std::string& path, std::size_t cap) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail("cannot read " + path + ": " + std::strerror(errno));
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (s.size() > cap) return fail(path + " is larger than " + std::to_string(cap) + " bytes");
+  return s;
+}
+
+bool is_tarball(const std::string& p) {
+  auto ends = [&](std::string_view suf) { return p.size() >= suf.size() && p.compare(p.size() - suf.size(), suf.size(), suf) == 0; };
+  return ends(".tar.gz") || ends(".tgz");
+}
+
+std::uint64_t default_memory() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGE_SIZE);
+  std::uint64_t ram = pages > 0 && size > 0 ? static_cast<std::uint64_t>(pages) * size : (8ull << 30);
+  return std::min<std::uint64_t>(ram / 4 * 3, 32ull << 30);
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf[0] ? buf : "localhost";
+}
+
+// The package as a tree, its kernel ID and what reading it refused.
+struct Loaded {
+  package::PackageTree tree;
+  std::string kernel_id;
+  Violations violations;
+  std::vector<std::string> warnings;
+};
+
+Result<Loaded> load_package(const std::string& path) {
+  Loaded l;
+  if (is_tarball(path)) {
+    auto r = package::read_package_tarball(path);
+    if (!r) return tl::unexpected(r.error());
+    l.tree = std::move(r->tree);
+    l.kernel_id = r->kernel_id;
+    l.violations = std::move(r->violations);
+    return l;
+  }
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return fail(path + " is neither a package directory nor a .tar.gz file");
+  auto r = package::read_package_dir(path);
+  if (!r) return tl::unexpected(r.error());
+  l.tree = std::move(r->tree);
+  l.violations = std::move(r->violations);
+  if (auto id = package::kernel_id_of(path)) {
+    l.kernel_id = *id;
+  } else {
+    l.kernel_id = fs::weakly_canonical(path).filename().string();
+    l.warnings.push_back(path + " is not inside a kernel_data root (no " + std::string(package::kRootMarker) +
+                         " marker above it): using its directory name '" + l.kernel_id + "' as the kernel ID");
+  }
+  return l;
+}
+
+// The task named in desc.yaml's reference_sources ({kind: task, ref: NAME}).
+Result<std::string> task_path(const nlohmann::json& desc, const std::string& catalog) {
+  static const std::regex kName("^[A-Za-z0-9._-]+$");
+  if (desc.is_object() && desc.contains("reference_sources") && desc["reference_sources"].is_array())
+    for (const auto& src : desc["reference_sources"])
+      if (src.is_object() && src.value("kind", "") == "task" && src.contains("ref") && src["ref"].is_string()) {
+        std::string ref = src["ref"];
+        if (!std::regex_match(ref, kName) || ref == "." || ref == "..")
+          return fail("desc.yaml names the task '" + ref + "', which is not a task name ([A-Za-z0-9._-]+)");
+        std::string p = catalog + "/tasks/" + ref + "/task.json";
+        if (!fs::is_regular_file(p))
+          return fail("desc.yaml names the task '" + ref + "' but " + p + " does not exist: pass --catalog DIR or --task FILE");
+        return p;
+      }
+  return fail("desc.yaml names no task (reference_sources: [{kind: task, ref: NAME}]): add one or pass --task FILE");
+}
+
+// Removes the temporary workdir unless asked to keep it.
+struct TempRoot {
+  std::string path;
+  bool keep = false;
+  ~TempRoot() {
+    std::error_code ec;
+    if (!path.empty() && !keep) fs::remove_all(path, ec);
+  }
+};
+
+std::string python_of(const GradeOptions& o) { return o.python.empty() ? "/usr/bin/python3" : o.python; }
+
+}  // namespace
+
+const char* to_string(GradeStatus s) {
+  switch (s) {
+    case GradeStatus::accepted: return "accepted";
+    case GradeStatus::rejected: return "rejected";
+    case GradeStatus::error: break;
+  }
+  return "error";
+}
+
+int exit_code(GradeStatus s) {
+  return s == GradeStatus::accepted ? 0 : s == GradeStatus::rejected ? 1 : 2;
+}
+
+Result<std::string> make_seed() {
+  std::string seed(32, '\0');
+  std::size_t got = 0;
+  while (got < seed.size()) {
+    ssize_t n = ::getrandom(seed.data() + got, seed.size() - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(std::string("getrandom failed: ") + std::strerror(errno));
+    got += static_cast<std::size_t>(n);
+  }
+  return seed;
+}
+
+Result<SandboxResult> run_harness_step(const Workdir& w, const std::string& script,
+                                       std::vector<std::pair<std::string, std::string>> env,
+                                       std::string_view seed, SandboxSpec spec, const SandboxOptions& options) {
+  spec.workdir = w.root;
+  spec.argv.push_back(".kernel_package/" + script);
+  int pipe_fds[2] = {-1, -1};
+  if (!seed.empty()) {
+    // A pipe, not a file: read once, then empty; nothing on disk to find.
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return fail(std::string("pipe2 failed: ") + std::strerror(errno));
+    std::string hex = to_hex(seed);
+    bool wrote = ::write(pipe_fds[1], hex.data(), hex.size()) == static_cast<ssize_t>(hex.size());
+    ::close(pipe_fds[1]);
+    if (!wrote) {
+      ::close(pipe_fds[0]);
+      return fail("cannot write the seed to its pipe");
+    }
+    spec.pass_fds.push_back(pipe_fds[0]);
+    env.emplace_back("KZOO_SEED_FD", std::to_string(pipe_fds[0]));
+  }
+  spec.env = std::move(env);
+  auto r = run_sandbox(spec, options);
+  if (pipe_fds[0] >= 0) ::close(pipe_fds[0]);
+  return r;
+}
+
+GradeOutcome verify_benchmark_output(const SandboxResult& run, std::string_view seed, const std::string& kernel_id) {
+  auto with_tail = [&](GradeOutcome o) {
+    o.stderr_tail = strip_signature_line(run.stderr_tail);
+    o.warnings = run.warnings;
+    return o;
+  };
+  if (run.timed_out) return with_tail(outcome(GradeStatus::rejected, "benchmark.py ran past its wall-clock limit and was killed"));
+  if (run.oom) return with_tail(outcome(GradeStatus::rejected, "benchmark.py exceeded its memory limit and was killed"));
+  if (run.stdout_truncated)
+    return with_tail(outcome(GradeStatus::rejected, "benchmark.py printed more than " +
+                                                       std::to_string(run.stdout_data.size()) + " bytes on stdout"));
+  std::string ended = run.signal ? "was killed by signal " + std::to_string(run.signal)
+                                 : "exited with status " + std::to_string(run.exit_code);
+  // No result at all is a rejection, not an error: the submission runs in the
+  // same uid as the judge and can kill it, and must not turn its own failure
+  // into an "infrastructure error" that might be retried or excused.
+  if (run.stdout_data.find_first_not_of(" \t\r\n") == std::string::npos)
+    return with_tail(outcome(GradeStatus::rejected, "benchmark.py " + ended + " without printing a signed result; its stderr ends:\n" +
+                                                       strip_signature_line(run.stderr_tail)));
+  if (auto sig = verify_judge_signature(seed, run.stdout_data, run.stderr_tail); !sig)
+    return with_tail(outcome(GradeStatus::rejected, sig.error().message));
+  auto doc = format::parse_json(run.stdout_data, "benchmark.py stdout");
+  if (!doc)
+    return with_tail(outcome(GradeStatus::error, "benchmark.py's stdout is not exactly one JSON document: " +
+                                                    to_string(doc.error()) + "; its stderr ends:\n" +
+                                                    strip_signature_line(run.stderr_tail)));
+  auto violations = format::SchemaSet::bundled().validate(*doc, "benchmark_output", "benchmark.py stdout");
+  if (!violations.empty()) {
+    auto o = outcome(GradeStatus::error, "the judge's document is not a valid benchmark_output (" +
+                                             std::to_string(violations.size()) + " violation(s)): " +
+                                             to_string(violations.front()));
+    o.violations = std::move(violations);
+    return with_tail(std::move(o));
+  }
+  if ((*doc)["kernel_id"] != kernel_id)
+    return with_tail(outcome(GradeStatus::error, "the judge's document is for kernel '" +
+                                                    (*doc)["kernel_id"].get<std::string>() + "', not '" + kernel_id + "'"));
+  const auto& overall = (*doc)["overall"];
+  bool accept = overall["accept"].get<bool>();
+  auto o = outcome(accept ? GradeStatus::accepted : GradeStatus::rejected,
+                   overall["accept_reason"].is_string() ? overall["accept_reason"].get<std::string>() : "");
+  o.document = std::move(*doc);
+  return with_tail(std::move(o));
+}
+
+GradeOutcome grade(const GradeOptions& o) {
+  auto say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  if (o.device != "cpu" && o.device != "cuda")
+    return outcome(GradeStatus::error, "unknown device '" + o.device + "': use cpu or cuda");
+
+  say("reading " + o.package_path);
+  auto loaded = load_package(o.package_path);
+  if (!loaded) return outcome(GradeStatus::error, loaded.error().message);
+  GradeOutcome result;
+  result.kernel_id = loaded->kernel_id;
+  result.warnings = loaded->warnings;
+  auto finish = [&](GradeOutcome out) {
+    out.kernel_id = result.kernel_id;
+    out.warnings.insert(out.warnings.begin(), result.warnings.begin(), result.warnings.end());
+    return out;
+  };
+
+  auto inspection = package::inspect_tree(loaded->tree, loaded->kernel_id, o.package_path);
+  Violations violations = loaded->violations;
+  violations.insert(violations.end(), inspection.violations.begin(), inspection.violations.end());
+  if (!violations.empty()) {
+    auto out = outcome(GradeStatus::rejected, "the package breaks " + std::to_string(violations.size()) +
+                                                  " rule(s); first: " + to_string(violations.front()));
+    out.violations = std::move(violations);
+    return finish(std::move(out));
+  }
+
+  // The task, from the catalog (or --task), never from the submission.
+  auto tpath = o.task_file ? Result<std::string>(*o.task_file) : task_path(inspection.desc, o.catalog_dir);
+  if (!tpath) return finish(outcome(GradeStatus::error, tpath.error().message));
+  auto task_text = read_whole(*tpath, 8u << 20);
+  if (!task_text) return finish(outcome(GradeStatus::error, task_text.error().message));
+  if (auto t = format::parse_json(*task_text, *tpath); !t)
+    return finish(outcome(GradeStatus::error, "the task is not valid JSON: " + to_string(t.error())));
+
+  // The trusted harness: the catalog's package with the same kernel ID.
+  const package::PackageTree* harness = &loaded->tree;
+  std::optional<package::LoadedTree> trusted;
+  std::string trusted_dir = o.catalog_dir + "/kernel_data/" + loaded->kernel_id;
+  if (!o.catalog_dir.empty() && fs::is_directory(trusted_dir + "/.kernel_package")) {
+    auto t = package::read_package_dir(trusted_dir);
+    if (!t) return finish(outcome(GradeStatus::error, "cannot read the trusted package " + trusted_dir + ": " + t.error().message));
+    trusted = std::move(*t);
+    harness = &trusted->tree;
+    for (const char* f : package::kRequiredFiles) {
+      auto* mine = loaded->tree.find(f);
+      auto* theirs = harness->find(f);
+      if (mine && theirs && mine->content != theirs->content && std::string(f) != ".kernel_package/bench_result.yaml")
+        result.warnings.push_back(std::string("the package's ") + f + " differs from the repository's (" + trusted_dir +
+                                  "); the repository's is used");
+    }
+  } else {
+    result.warnings.push_back("untrusted harness: local run only (no package '" + loaded->kernel_id + "' in " +
+                              o.catalog_dir + "/kernel_data, so the package's own .kernel_package files are used)");
+  }
+
+  TempRoot tmp;
+  tmp.keep = o.keep_workdir;
+  {
+    std::string tmpl = fs::temp_directory_path().string() + "/kzoo-grade-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      return finish(outcome(GradeStatus::error, std::string("cannot make a temporary directory: ") + std::strerror(errno)));
+    tmp.path = tmpl;
+    fs::permissions(tmp.path, fs::perms(0755));  // the sandbox uid must reach W inside it
+  }
+  auto w = lay_out_workdir(tmp.path + "/w", *harness, loaded->tree, *task_text);
+  if (!w) return finish(outcome(GradeStatus::error, w.error().message));
+  if (o.keep_workdir) result.workdir = w->root;
+
+  // The sandbox: the trusted parts of W read-only, the judge read-only.
+  SandboxSpec spec;
+  spec.argv = {python_of(o)};
+  spec.workdir = w->root;
+  std::string judge_dir = fs::weakly_canonical(o.judge_dir).string();
+  if (!fs::is_directory(judge_dir + "/kzoo_judge"))
+    return finish(outcome(GradeStatus::error, "no judge at " + judge_dir + "/kzoo_judge: pass the judge directory (KZOO_JUDGE_DIR)"));
+  spec.ro_binds = {{w->harness_dir, std::string(kSandboxWorkdir) + "/.kernel_package"},
+                   {w->task_file, std::string(kSandboxWorkdir) + "/.kzoo/task.json"},
+                   {judge_dir, "/kzoo/judge"}};
+  std::string classes = o.catalog_dir + "/device_classes.json";
+  bool have_classes = !o.catalog_dir.empty() && fs::is_regular_file(classes);
+  if (have_classes) spec.ro_binds.push_back({fs::weakly_canonical(classes).string(), "/kzoo/catalog/device_classes.json"});
+  // An interpreter outside /usr (a venv, conda) must be visible inside too.
+  std::string py_real = fs::weakly_canonical(python_of(o)).string();
+  if (py_real.rfind("/usr/", 0) != 0) {
+    auto prefix = fs::path(py_real).parent_path().parent_path().string();
+    spec.ro_binds.push_back({prefix, prefix});
+  }
+  if (o.device == "cuda") {
+    spec.devices = gpu_device_nodes();
+    if (spec.devices.empty()) return finish(outcome(GradeStatus::error, "--device cuda but no /dev/nvidia* device nodes here"));
+  }
+  spec.memory_bytes = o.memory_bytes ? o.memory_bytes : default_memory();
+  spec.max_pids = o.max_pids;
+
+  SandboxOptions sopts;
+  sopts.sandboxed = o.sandboxed;
+  sopts.bwrap = o.bwrap;
+  sopts.on_stderr = o.on_stderr;
+  auto path_in = [&](const std::string& host) { return visible_path(spec, sopts, host); };
+
+  // Without the sandbox there is no private /tmp: keep scratch inside W.
+  const std::string scratch = o.sandboxed ? "/tmp" : w->run_dir;
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", scratch}, {"USER", "kzoo"}, {"LOGNAME", "kzoo"},
+      {"LANG", "C.UTF-8"}, {"TMPDIR", scratch}, {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"},
+      {"PYTHONPATH", path_in(judge_dir)}, {"KZOO_TASK", path_in(w->task_file)}, {"KZOO_DEVICE", o.device},
+      {"KZOO_KERNEL_ID", loaded->kernel_id}, {"KZOO_RUNNER_ID", o.runner_id.empty() ? host_name() : o.runner_id}};
+  if (have_classes) env.emplace_back("KZOO_DEVICE_CLASSES", path_in(fs::weakly_canonical(classes).string()));
+  if (o.iterations) env.emplace_back("KZOO_OPTIONS", nlohmann::json{{"iterations", *o.iterations}}.dump());
+  if (const char* dc = std::getenv("KZOO_DEVICE_CLASS")) env.emplace_back("KZOO_DEVICE_CLASS", dc);
+
+  say("building the test environment (build_test_env.py)");
+  spec.wall_limit = o.build_timeout;
+  auto built = run_harness_step(*w, "build_test_env.py", env, {}, spec, sopts);
+  if (!built) return finish(outcome(GradeStatus::error, built.error().message));
+  if (!built->exited_ok()) {
+    std::string why = built->timed_out ? "ran past its limit" : built->oom ? "exceeded its memory limit"
+                      : built->signal ? "was killed by signal " + std::to_string(built->signal)
+                                      : "exited with status " + std::to_string(built->exit_code);
+    auto out = outcome(GradeStatus::rejected, "build_test_env.py " + why + "; its stderr ends:\n" + built->stderr_tail);
+    out.stderr_tail = built->stderr_tail;
+    out.warnings = built->warnings;
+    out.workdir = result.workdir;
+    return finish(std::move(out));
+  }
+
+  auto seed = make_seed();
+  if (!seed) return finish(outcome(GradeStatus::error, seed.error().message));
+  say("benchmarking (benchmark.py, limit " + std::to_string(o.timeout.count()) + " s)");
+  spec.wall_limit = o.timeout;
+  auto ran = run_harness_step(*w, "benchmark.py", env, *seed, spec, sopts);
+  if (!ran) return finish(outcome(GradeStatus::error, ran.error().message));
+  auto out = verify_benchmark_output(*ran, *seed, loaded->kernel_id);
+  out.workdir = result.workdir;
+  return finish(std::move(out));
+}
+
+}  // namespace kzoo::runner

@@ -1,0 +1,88 @@
+// Grading one package on this machine, with no server: read it (directory or
+// .tar.gz), inspect it, find its task in the catalog, lay out a fresh workdir
+// with the TRUSTED harness, run build_test_env.py then benchmark.py in the
+// sandbox, and accept the judge's document only if its HMAC signature (keyed
+// by a secret seed passed on an inherited descriptor) matches and it is a
+// valid benchmark_output document.
+//
+// The pieces the server's worker needs on its own (running one harness step
+// with the seed, checking what came back) are exposed too: run_harness_step
+// and verify_benchmark_output.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kzoo/runner/sandbox.hpp"
+#include "kzoo/runner/workdir.hpp"
+#include "kzoo/util/result.hpp"
+#include "kzoo/util/violation.hpp"
+
+namespace kzoo::runner {
+
+struct GradeOptions {
+  std::string package_path;              // package directory or .tar.gz
+  std::string device = "cpu";            // cpu | cuda
+  std::string catalog_dir;               // holds tasks/ and kernel_data/
+  std::optional<std::string> task_file;  // overrides desc.yaml's task reference
+  std::string judge_dir;                 // the directory holding kzoo_judge/
+  std::string python = "/usr/bin/python3";
+  std::chrono::seconds timeout{1800};    // benchmark.py's wall-clock limit
+  std::chrono::seconds build_timeout{300};
+  std::optional<int> iterations;         // KZOO_OPTIONS {"iterations": N}
+  std::string runner_id;                 // default: host name
+  std::uint64_t memory_bytes = 0;        // 0: 3/4 of RAM, at most 32 GiB
+  std::uint64_t max_pids = 4096;         // threads count too
+  bool sandboxed = true;
+  bool keep_workdir = false;
+  std::string bwrap = default_bwrap_path();
+  std::function<void(std::string_view)> progress;   // one line per phase
+  std::function<void(std::string_view)> on_stderr;  // raw stderr chunks (untrusted bytes)
+};
+
+enum class GradeStatus { accepted, rejected, error };
+
+const char* to_string(GradeStatus s);
+int exit_code(GradeStatus s);  // 0 accepted, 1 rejected, 2 error
+
+struct GradeOutcome {
+  GradeStatus status = GradeStatus::error;
+  std::string reason;         // one sentence: why
+  nlohmann::json document;    // the verified benchmark output (null if none)
+  Violations violations;      // inspection or schema violations behind `reason`
+  std::string kernel_id;
+  std::string stderr_tail;    // the last step's stderr, signature line removed
+  std::string workdir;        // kept only with keep_workdir
+  std::vector<std::string> warnings;
+};
+
+GradeOutcome grade(const GradeOptions& options);
+
+// One harness step: `python3 .kernel_package/<script>` in the sandbox with
+// `env`, and, when `seed` is non-empty, the seed (hex) on an inherited pipe
+// named by KZOO_SEED_FD. The seed never appears in argv, env or a file.
+Result<SandboxResult> run_harness_step(const Workdir& w, const std::string& script,
+                                       std::vector<std::pair<std::string, std::string>> env,
+                                       std::string_view seed, SandboxSpec base, const SandboxOptions& options);
+
+// The checks on benchmark.py's output, in order: killed at the time or
+// memory limit, over the stdout cap, or no output at all (rejected: the
+// submission can kill the judge, so a missing result is its failure); a
+// signature matching the seed (else rejected: forged); exactly one strict
+// JSON document (else error), valid against the benchmark_output schema and
+// naming `kernel_id` (else error). On success `document` holds it and status
+// reflects overall.accept.
+GradeOutcome verify_benchmark_output(const SandboxResult& run, std::string_view seed,
+                                     const std::string& kernel_id);
+
+// A 32-byte secret from getrandom(2).
+Result<std::string> make_seed();
+
+}  // namespace kzoo::runner

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# End-to-end `kzoo grade` with the real judge and the catalog's packages.
+# Usage: grade.sh KZOO_BINARY SOURCE_DIR
+set -uo pipefail
+KZOO=${1:?kzoo binary}
+SRC=${2:?source dir}
+CATALOG="$SRC/catalog"
+fails=0
+check() {  # check NAME EXPECTED_EXIT ACTUAL_EXIT
+  if [ "$2" = "$3" ]; then echo "ok   $1"; else echo "FAIL $1: exit $3, expected $2"; fails=$((fails + 1)); fi
+}
+
+pkg=$(find "$CATALOG/kernel_data" -type d -name .kernel_package 2>/dev/null | sort | head -1)
+if [ -z "$pkg" ] || [ ! -d "$SRC/judge/kzoo_judge" ]; then
+  echo "SKIP: no package in $CATALOG/kernel_data or no judge in $SRC/judge yet"
+  exit 0
+fi
+pkg=$(dirname "$pkg")
+id=${pkg#"$CATALOG/kernel_data/"}
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+
+# 1. The catalog's own baseline package is accepted, and --json prints one document.
+"$KZOO" grade "$pkg" --json --iterations 3 --timeout 900 >"$tmp/out.json" 2>"$tmp/err.txt"
+rc=$?
+check "baseline $id is accepted" 0 $rc
+[ $rc = 0 ] || tail -30 "$tmp/err.txt"
+/usr/bin/python3 - "$tmp/out.json" "$id" <<'PY' || { echo "FAIL the --json output is not one benchmark document"; fails=$((fails + 1)); }
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["kernel_id"] == sys.argv[2], doc["kernel_id"]
+assert doc["overall"]["accept"] is True
+assert doc["cases"], "no cases"
+PY
+
+# 2. Same kernel ID, harness forged to print an unsigned "accept": the catalog's
+#    trusted harness is run instead (and a warning says so).
+mkdir -p "$tmp/kd/$id"
+touch "$tmp/kd/.kernel_data"
+cp -r "$pkg/." "$tmp/kd/$id/"
+cat >"$tmp/kd/$id/.kernel_package/build_test_env.py" <<'PY'
+import json, sys
+print(json.dumps({"forged": True}))
+PY
+"$KZOO" grade "$tmp/kd/$id" --iterations 3 --timeout 900 >"$tmp/out2.txt" 2>"$tmp/err2.txt"
+check "a forged harness under the catalog's kernel ID is replaced by the trusted one" 0 $?
+grep -q "differs from the repository's" "$tmp/err2.txt" || { echo "FAIL no warning about the replaced harness"; fails=$((fails + 1)); }
+
+# 3. Not in the catalog, harness forged to print an unsigned accepting document: rejected as forged.
+mkdir -p "$tmp/kd2/x/forger"
+touch "$tmp/kd2/.kernel_data"
+cp -r "$pkg/." "$tmp/kd2/x/forger/"
+cat >"$tmp/kd2/x/forger/.kernel_package/benchmark.py" <<'PY'
+import json
+KERNEL_ZOO_TEST_CASE_METAS = []
+print(json.dumps({"schema_version": "1", "kernel_id": "x/forger", "ran_at": "2026-01-01T00:00:00Z",
+                  "runner_id": "me", "arch": "cpu",
+                  "overall": {"accept": True, "accept_reason": "trust me", "build_ok": True}, "cases": []}))
+PY
+"$KZOO" grade "$tmp/kd2/x/forger" --json >"$tmp/out3.json" 2>"$tmp/err3.txt"
+rc=$?
+if grep -q "violation\|breaks" "$tmp/out3.json"; then
+  check "a forged harness outside the catalog is rejected (by inspection)" 1 $rc
+else
+  check "a forged unsigned result is rejected" 1 $rc
+  grep -q "untrusted harness" "$tmp/err3.txt" || { echo "FAIL no 'untrusted harness' warning"; fails=$((fails + 1)); }
+  grep -q "signature" "$tmp/out3.json" || { echo "FAIL the reason does not name the signature"; fails=$((fails + 1)); }
+fi
+
+# 4. Usage errors exit 2.
+"$KZOO" grade "$tmp/does-not-exist" >/dev/null 2>&1
+check "a missing path is an error" 2 $?
+"$KZOO" grade "$pkg" --device tpu >/dev/null 2>&1
+check "an unknown device is a usage error" 2 $?
+
+[ $fails = 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all grade checks passed"
