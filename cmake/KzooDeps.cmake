@@ -17,6 +17,8 @@ pkg_check_modules(LIBGIT2 REQUIRED IMPORTED_TARGET libgit2)
 # cpp-httplib is a compiled library in Debian; its Cflags change class layout,
 # so they must reach every translation unit (LIBNOTES).
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# SHA-256 of uploads (server/upload_file.cpp).
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 if(KZOO_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
@@ -29,4 +31,4 @@ add_library(kzoo::deps ALIAS kzoo_deps)
 target_link_libraries(kzoo_deps INTERFACE
   nlohmann_json::nlohmann_json valijson yaml-cpp LibArchive::LibArchive
   SQLiteCpp SQLite::SQLite3 CLI11::CLI11 fmt::fmt spdlog::spdlog
-  tl::expected PkgConfig::LIBGIT2 PkgConfig::HTTPLIB Threads::Threads)
+  tl::expected PkgConfig::LIBGIT2 PkgConfig::HTTPLIB OpenSSL::Crypto Threads::Threads)
