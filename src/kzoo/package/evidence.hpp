@@ -25,11 +25,17 @@ struct EvidenceLimits {
 // invalid UTF-8, control characters), evidence.magic (a known binary format's
 // magic number: zip/pt, gzip, zstd, xz, bz2, numpy, safetensors header, HDF5,
 // ELF, Mach-O, PE, ar, pickle, PNG/JPEG/..., SQLite, ONNX/protobuf-ish...),
-// evidence.encoded-blob (long base64/hex runs), evidence.log (compiler,
-// benchmark or profiler output), evidence.table (CSV/TSV-like tables of
-// numbers, or results tables in Markdown/text), evidence.metadata (YAML/JSON/
-// CSV files other than the authored metadata), evidence.too-large,
-// evidence.long-line. `display_path` is used in messages.
+// evidence.encoded-blob (long base64/hex runs, hex dumps, thousands of
+// pasted number literals), evidence.log (compiler, build, benchmark,
+// profiler, crash or environment/census output), evidence.table (CSV/TSV-like
+// tables of numbers, or results tables in Markdown/text/box drawing),
+// evidence.compiled (compiler output that is text: PTX, SASS, LLVM/Triton IR,
+// generated assembly), evidence.metadata (YAML/JSON/CSV/TOML/XML by name, or
+// JSON/XML/YAML-like/trace content, other than the authored metadata),
+// evidence.too-large, evidence.long-line. ONNX/protobuf has no magic number:
+// it is caught by name and, since its wire format is full of control bytes,
+// by evidence.binary. A file may break several rules; each is reported.
+// `display_path` is used in messages.
 Violations scan_file_for_evidence(const PackageFile& file, const std::string& display_path,
                                   const EvidenceLimits& limits = {});
 

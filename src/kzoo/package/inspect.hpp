@@ -7,9 +7,27 @@
 // from benchmark.py without running it and checked against its schema and for
 // consistency (unique test_case_ids, primary_metric among metrics, io_signature
 // names unique), and the evidence-free policy over every file.
+//
+// Layout rules (decided here, beyond the seed): the package top level holds
+// .kernel_package/ (exactly the four files below, nothing else: the runner
+// uses trusted copies, so extras would be silently ignored), src/ (at least
+// one file: package.no-source), and optionally the authored project files
+// README*, LICENSE*/LICENCE*, COPYING*, NOTICE*, AUTHORS*, CHANGELOG*,
+// CONTRIBUTING*, .gitignore, .gitattributes, CMakeLists.txt, Makefile,
+// setup.py. Any other top-level file or directory is package.unexpected-entry
+// (only src/ is taken into the repository on accept; move source there).
+//
+// Rules: kernel-id.*, package.missing-file, package.unexpected-entry,
+// package.no-source, yaml.* / schema.* (desc.yaml, bench_result.yaml),
+// literal.* / schema.* with pointer /N/... (KERNEL_ZOO_TEST_CASE_METAS item N),
+// package.metas-not-list, package.no-test-cases, package.duplicate-test-case,
+// package.primary-metric, package.duplicate-metric, package.duplicate-io-name,
+// package.bench-result-mismatch (kernel_id differs, or a case that is not a
+// declared test_case_id), evidence.*.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -38,5 +56,12 @@ struct Inspection {
 // "archive.tar.gz:kernel/id"); violation paths are display_path + "/" + file.
 Inspection inspect_tree(const PackageTree& tree, const std::string& kernel_id,
                         const std::string& display_path);
+
+// Single-file checks for `kzoo validate desc.yaml|bench_result.yaml`: parse,
+// schema, and what needs only that file (io_signature names unique; for
+// bench_result, kernel_id equal to `kernel_id` when that is non-empty).
+// Violations name `file`.
+Violations check_desc_text(std::string_view text, const std::string& file);
+Violations check_bench_result_text(std::string_view text, const std::string& file, const std::string& kernel_id);
 
 }  // namespace kzoo::package

@@ -1,0 +1,49 @@
+// Content heuristics of the evidence-free policy for files that ARE valid
+// UTF-8 text: is this text a log, a table of results, an encoded blob, or a
+// metadata document wearing a source file's name? Internal to evidence.cpp;
+// split out because each detector is a small parser of its own.
+//
+// The detectors are tuned to let authored source through (a Triton kernel
+// with an autotune list, a CUDA file with a 256-entry lookup table, a README
+// with a parameter table) and to catch what a run produces (compiler and
+// profiler output, timestamped logs, tracebacks, CSV/TSV/Markdown/aligned
+// tables of measurements, base64 or hex dumps, thousands of pasted numbers).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kzoo::package::evidence_detail {
+
+// How a file's name says it should be read: code has comments, string
+// literals and array initialisers that look like data; prose does not.
+enum class TextKind { Code, Prose };
+
+struct Finding {
+  std::string rule;     // "evidence.log", "evidence.table", ...
+  std::string pointer;  // "line N" where the evidence starts, or empty
+  std::string detail;   // what was found (the caller appends the fix)
+};
+
+// Long base64/hex runs (one token, a column of wrapped lines, or \xNN
+// escapes), hex dumps, runs of long space-free lines, and large embedded
+// numeric arrays.
+std::optional<Finding> find_encoded_blob(std::string_view text);
+
+// Compiler, build, benchmark, profiler, test-runner and environment output.
+std::optional<Finding> find_log(std::string_view text, TextKind kind);
+
+// Tables of numbers: delimiter-separated (, tab ; |), Markdown, or
+// whitespace-aligned columns.
+std::optional<Finding> find_table(std::string_view text, TextKind kind);
+
+// Compiler output that is text: PTX modules, SASS disassembly, LLVM IR,
+// Triton/MLIR IR, compiler-generated assembly.
+std::optional<Finding> find_compiler_output(std::string_view text);
+
+// A JSON or XML document, or YAML-like key: value lines, in a file that is
+// not one of the two authored metadata files.
+std::optional<Finding> find_metadata_document(std::string_view text, TextKind kind);
+
+}  // namespace kzoo::package::evidence_detail
