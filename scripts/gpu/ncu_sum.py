@@ -1,0 +1,27 @@
+#!/usr/bin/env python3
+"""Sums gpu__time_duration.sum from ncu --csv output; prints per-call microseconds.
+
+Usage: python3 ncu_sum.py NCU_CSV CALLS
+"""
+import csv
+import sys
+
+
+def main():
+    path, calls = sys.argv[1], int(sys.argv[2])
+    total_ns, kernels = 0.0, 0
+    with open(path, newline="") as f:
+        lines = [l for l in f if l.startswith('"')]
+    for row in csv.DictReader(lines):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        value = float(row["Metric Value"].replace(",", ""))
+        unit = row.get("Metric Unit", "ns")
+        scale = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6}.get(unit, 1.0)
+        total_ns += value * scale
+        kernels += 1
+    print("%.3f %d" % (total_ns / calls / 1e3, kernels))
+
+
+if __name__ == "__main__":
+    main()
