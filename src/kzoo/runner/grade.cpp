@@ -298,11 +298,17 @@ GradeOutcome grade(const GradeOptions& o) {
   std::string classes = o.catalog_dir + "/device_classes.json";
   bool have_classes = !o.catalog_dir.empty() && fs::is_regular_file(classes);
   if (have_classes) spec.ro_binds.push_back({fs::weakly_canonical(classes).string(), "/kzoo/catalog/device_classes.json"});
-  // An interpreter outside /usr (a venv, conda) must be visible inside too.
-  std::string py_real = fs::weakly_canonical(python_of(o)).string();
-  if (py_real.rfind("/usr/", 0) != 0) {
-    auto prefix = fs::path(py_real).parent_path().parent_path().string();
-    spec.ro_binds.push_back({prefix, prefix});
+  // An interpreter outside /usr (a venv, conda) must be visible inside too:
+  // both the prefix it is called by (a venv's bin/python3 is often a symlink
+  // into /usr, while its site-packages and pyvenv.cfg live under the venv) and
+  // the prefix it resolves to.
+  for (std::string py : {fs::absolute(python_of(o)).lexically_normal().string(),
+                         fs::weakly_canonical(python_of(o)).string()}) {
+    if (py.rfind("/usr/", 0) == 0) continue;
+    auto prefix = fs::path(py).parent_path().parent_path().string();
+    bool bound = false;
+    for (const auto& b : spec.ro_binds) bound = bound || b.host == prefix;
+    if (!bound) spec.ro_binds.push_back({prefix, prefix});
   }
   if (o.device == "cuda") {
     spec.devices = gpu_device_nodes();

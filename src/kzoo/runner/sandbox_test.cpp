@@ -345,9 +345,16 @@ TEST_F(SandboxTest, GpuDeviceNodesArePassedThroughWhenPresent) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_tail;
   for (const auto& n : nodes) EXPECT_THAT(r.stdout_data, HasSubstr(n));
 
-  // And CUDA works through them, as the unprivileged sandbox uid.
-  auto cuda = py("import torch\nx = torch.ones(1024, device='cuda')\n"
-                 "print('cuda', torch.cuda.is_available(), float((x * 2).sum()))\n");
+  // And CUDA works through them, as the unprivileged sandbox uid. The GPU
+  // runner's torch may live in a venv ($KZOO_PYTHON): bind its prefix.
+  const char* venv_python = std::getenv("KZOO_PYTHON");
+  std::string python = venv_python ? venv_python : "/usr/bin/python3";
+  auto cuda = spec({python, "-c", "import torch\nx = torch.ones(1024, device='cuda')\n"
+                                  "print('cuda', torch.cuda.is_available(), float((x * 2).sum()))\n"});
+  if (python.rfind("/usr/", 0) != 0) {
+    auto prefix = std::filesystem::path(python).parent_path().parent_path().string();
+    cuda.ro_binds.push_back({prefix, prefix});
+  }
   cuda.devices = nodes;
   cuda.memory_bytes = 16ull << 30;
   cuda.max_pids = 1024;
