@@ -18,7 +18,7 @@ pkg_check_modules(LIBGIT2 REQUIRED IMPORTED_TARGET libgit2)
 # so they must reach every translation unit (LIBNOTES).
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # The sandbox's seccomp filter (runner/seccomp.cpp) and the judge signature's
-# HMAC-SHA256 (runner/grade.cpp).
+# HMAC-SHA256 (runner/grade.cpp); SHA-256 of uploads (server/upload_file.cpp).
 pkg_check_modules(LIBSECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 if(KZOO_BUILD_TESTS)

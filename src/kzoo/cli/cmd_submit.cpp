@@ -1,0 +1,207 @@
+// Client verbs: `kzoo submit DIR|TARBALL`, `kzoo status ID`, `kzoo kernels`.
+// Exit codes: 0 accepted (or queued with --no-wait) / success, 1 rejected,
+// 2 error (unreachable server, bad input, failed or cancelled grading).
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "kzoo/cli/command.hpp"
+#include "kzoo/package/inspect.hpp"
+#include "kzoo/package/kernel_id.hpp"
+#include "kzoo/package/tarball.hpp"
+#include "kzoo/server/client.hpp"
+#include "kzoo/store/state_db.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace kzoo::server;
+
+void print(const nlohmann::json& doc) {
+  std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+// What the server's submission document means as an exit code.
+int exit_for(const std::string& state) {
+  if (state == "accepted" || state == "queued" || state == "running" || state == "received") return kzoo::cli::kExitOk;
+  if (state == "rejected") return kzoo::cli::kExitInvalid;
+  return kzoo::cli::kExitError;
+}
+
+void print_submission(const nlohmann::json& s) {
+  std::cerr << fmt::format("submission {} ({}): {}\n", s.value("id", 0), s.value("kernel_id", ""),
+                           s.value("state", "?"));
+  if (s.contains("cases"))
+    for (const auto& c : s["cases"]) {
+      std::string metrics = c.contains("metrics") ? c["metrics"].dump() : "";
+      std::cerr << fmt::format("  {} {} {}\n", c.value("test_case_id", "?"), c.value("status", ""), metrics);
+    }
+  if (s.contains("reasons"))
+    for (const auto& r : s["reasons"]) std::cerr << "  reason: " << r.get<std::string>() << "\n";
+}
+
+struct SubmitOptions {
+  std::string input, summary, server, submitter, kernel_id;
+  bool no_wait = false, json = false;
+};
+
+int submit(const SubmitOptions& o) {
+  auto error = [&](const std::string& msg) {
+    std::cerr << "kzoo submit: " << msg << "\n";
+    if (o.json) print({{"error", msg}});
+    return kzoo::cli::kExitError;
+  };
+  std::string bytes, kernel_id, filename;
+  std::error_code ec;
+  if (fs::is_directory(o.input, ec)) {
+    // Inspect locally first: a package the server would refuse is not sent.
+    auto loaded = kzoo::package::read_package_dir(o.input);
+    if (!loaded) return error(loaded.error().message);
+    if (!o.kernel_id.empty()) {
+      kernel_id = o.kernel_id;
+    } else {
+      auto id = kzoo::package::kernel_id_of(o.input);
+      if (!id) return error(id.error().message + " (or give --kernel-id)");
+      kernel_id = *id;
+    }
+    auto insp = kzoo::package::inspect_tree(loaded->tree, kernel_id, o.input);
+    kzoo::Violations vs = loaded->violations;
+    vs.insert(vs.end(), insp.violations.begin(), insp.violations.end());
+    if (!vs.empty()) {
+      std::cerr << "kzoo submit: the package is invalid, nothing sent:\n";
+      for (const auto& v : vs) std::cerr << "  " << kzoo::to_string(v) << "\n";
+      if (o.json) print({{"state", "invalid"}, {"violations", kzoo::to_json(vs)}});
+      return kzoo::cli::kExitInvalid;
+    }
+    auto tgz = kzoo::package::package_tarball_bytes(loaded->tree, kernel_id);
+    if (!tgz) return error(tgz.error().message);
+    bytes = std::move(*tgz);
+    filename = fs::path(kernel_id).filename().string() + ".tar.gz";
+  } else {
+    std::ifstream in(o.input, std::ios::binary);
+    if (!in) return error("cannot read " + o.input + ": give a package directory or a .tar.gz");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    bytes = ss.str();
+    auto tar = kzoo::package::read_package_tarball_bytes(bytes);
+    if (tar.kernel_id.empty()) {
+      std::cerr << "kzoo submit: " << o.input << " is not a package tarball:\n";
+      for (const auto& v : tar.violations) std::cerr << "  " << kzoo::to_string(v) << "\n";
+      return kzoo::cli::kExitInvalid;
+    }
+    kernel_id = tar.kernel_id;
+    filename = fs::path(o.input).filename().string();
+  }
+  std::string submitter = o.submitter;
+  if (submitter.empty()) {
+    const char* u = std::getenv("USER");
+    submitter = u && *u ? u : "anonymous";
+  }
+  std::cerr << fmt::format("kzoo submit: {} ({} bytes) to {}\n", kernel_id, bytes.size(), o.server);
+  auto ans = upload_submission(
+      o.server,
+      {{"kernel_id", kernel_id}, {"submitter_id", submitter}, {"package_filename", filename},
+       {"optimization_summary", o.summary}},
+      bytes, filename, [](std::uint64_t sent, std::uint64_t total) {
+        std::cerr << fmt::format("\r  uploading {:3d}%", total ? sent * 100 / total : 100) << std::flush;
+      });
+  std::cerr << "\n";
+  if (!ans) return error(ans.error().message);
+  if (ans->status == 422 && ans->body.is_object() && ans->body["error"].contains("id")) {
+    std::cerr << "kzoo submit: rejected: " << describe_error(*ans) << "\n";
+    if (o.json) print(ans->body);
+    return kzoo::cli::kExitInvalid;
+  }
+  if (ans->status != 202) return error(describe_error(*ans));
+  const auto id = ans->body.value("id", std::int64_t{0});
+  std::cerr << fmt::format("kzoo submit: submission {} queued\n", id);
+  if (o.no_wait) {
+    if (o.json) print(ans->body);
+    return kzoo::cli::kExitOk;
+  }
+  auto pause = std::chrono::milliseconds(500);
+  for (;;) {
+    auto s = http_get(o.server, fmt::format("/api/submissions/{}", id));
+    if (!s) return error(s.error().message);
+    if (s->status != 200) return error(describe_error(*s));
+    if (s->body.value("final", false)) {
+      print_submission(s->body);
+      if (o.json) print(s->body);
+      return exit_for(s->body.value("state", ""));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(5000));
+  }
+}
+
+const bool submit_registered = kzoo::cli::register_command(
+    "submit", "Upload a package (directory or .tar.gz) for grading and wait for the verdict",
+    [](CLI::App& sub) -> kzoo::cli::Runner {
+      auto o = std::make_shared<SubmitOptions>();
+      o->server = default_server_url();
+      sub.add_option("package", o->input, "Package directory or .tar.gz")->required();
+      sub.add_option("--summary", o->summary, "optimization_summary: what this submission changes")->required();
+      sub.add_option("--server", o->server, "Server URL (env KZOO_SERVER, default http://127.0.0.1:8321)");
+      sub.add_option("--submitter", o->submitter, "submitter_id, no spaces (default $USER)");
+      sub.add_option("--kernel-id", o->kernel_id, "Kernel ID of a directory outside a kernel_data root");
+      sub.add_flag("--no-wait", o->no_wait, "Return once queued");
+      sub.add_flag("--json", o->json, "Print one JSON document on stdout");
+      return [o] { return submit(*o); };
+    });
+
+struct GetOptions {
+  std::string id, server;
+  bool json = false;
+};
+
+const bool status_registered = kzoo::cli::register_command(
+    "status", "Show a submission's state and verdict", [](CLI::App& sub) -> kzoo::cli::Runner {
+      auto o = std::make_shared<GetOptions>();
+      o->server = default_server_url();
+      sub.add_option("id", o->id, "Submission id")->required()->check(CLI::PositiveNumber);
+      sub.add_option("--server", o->server, "Server URL (env KZOO_SERVER)");
+      sub.add_flag("--json", o->json, "Print one JSON document on stdout");
+      return [o] {
+        auto s = http_get(o->server, "/api/submissions/" + o->id);
+        if (!s || s->status != 200) {
+          std::cerr << "kzoo status: " << (s ? describe_error(*s) : s.error().message) << "\n";
+          return kzoo::cli::kExitError;
+        }
+        if (o->json) print(s->body);
+        else print_submission(s->body);
+        return exit_for(s->body.value("state", ""));
+      };
+    });
+
+const bool kernels_registered = kzoo::cli::register_command(
+    "kernels", "List the kernels the server holds, with their metrics", [](CLI::App& sub) -> kzoo::cli::Runner {
+      auto o = std::make_shared<GetOptions>();
+      o->server = default_server_url();
+      sub.add_option("--server", o->server, "Server URL (env KZOO_SERVER)");
+      sub.add_flag("--json", o->json, "Print one JSON document on stdout");
+      return [o] {
+        auto s = http_get(o->server, "/api/kernels");
+        if (!s || s->status != 200) {
+          std::cerr << "kzoo kernels: " << (s ? describe_error(*s) : s.error().message) << "\n";
+          return kzoo::cli::kExitError;
+        }
+        if (o->json) {
+          print(s->body);
+          return kzoo::cli::kExitOk;
+        }
+        for (const auto& k : s->body["kernels"]) {
+          std::cout << k.value("kernel_id", "") << "  "
+                    << (k["summary"].is_string() ? k["summary"].get<std::string>() : "") << "\n";
+          for (auto& [tc, m] : k["metrics"].items()) std::cout << "    " << tc << " " << m["metrics_best"].dump() << "\n";
+        }
+        return kzoo::cli::kExitOk;
+      };
+    });
+
+}  // namespace

@@ -1,0 +1,174 @@
+#include "kzoo/server/config.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "kzoo/format/json_text.hpp"
+
+namespace kzoo::server {
+namespace {
+
+Result<std::int64_t> parse_int(const std::string& text, const std::string& what) {
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || text.empty())
+    return fail(fmt::format("{} = \"{}\" is not an integer: give a whole number", what, text));
+  return v;
+}
+
+std::string default_data_dir(const EnvLookup& env) {
+  if (auto x = env("XDG_DATA_HOME"); x && !x->empty()) return *x + "/kzoo";
+  if (auto h = env("HOME"); h && !h->empty()) return *h + "/.local/share/kzoo";
+  return "kzoo-data";
+}
+
+// The integer settings, by file key and environment variable, so the file,
+// the environment and to_json cannot drift apart.
+template <class F>
+void for_each_int(ServerConfig& c, F&& f) {
+  std::int64_t up = static_cast<std::int64_t>(c.max_upload_bytes);
+  f("max_upload_bytes", "KZOO_MAX_UPLOAD_BYTES", up);
+  c.max_upload_bytes = static_cast<std::uint64_t>(up < 0 ? 0 : up);
+  auto narrow = [&](const char* k, const char* e, int& field) {
+    std::int64_t v = field;
+    f(k, e, v);
+    field = static_cast<int>(std::clamp<std::int64_t>(v, -1, 1 << 30));
+  };
+  narrow("threads", "KZOO_THREADS", c.threads);
+  narrow("queue_max", "KZOO_QUEUE_MAX", c.queue_max);
+  narrow("read_timeout_s", "KZOO_READ_TIMEOUT_S", c.read_timeout_s);
+  narrow("write_timeout_s", "KZOO_WRITE_TIMEOUT_S", c.write_timeout_s);
+  narrow("upload_deadline_s", "KZOO_UPLOAD_DEADLINE_S", c.upload_deadline_s);
+  narrow("max_attempts", "KZOO_MAX_ATTEMPTS", c.max_attempts);
+}
+
+}  // namespace
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (!v) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+ServerConfig default_config(const EnvLookup& env) {
+  ServerConfig c;
+  c.data_dir = default_data_dir(env);
+  c.catalog = std::string(KZOO_SOURCE_DIR) + "/catalog/kernel_data";
+  return c;
+}
+
+Result<void> parse_listen(const std::string& text, ServerConfig& cfg) {
+  std::string host, port;
+  if (!text.empty() && text[0] == '[') {
+    auto close = text.find("]:");
+    if (close == std::string::npos)
+      return fail(fmt::format("listen address \"{}\" is malformed: write [IPv6]:PORT", text));
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      return fail(fmt::format("listen address \"{}\" is malformed: write HOST:PORT, e.g. 127.0.0.1:8321", text));
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  auto p = parse_int(port, "listen port");
+  if (!p) return tl::unexpected(p.error());
+  if (*p < 0 || *p > 65535) return fail(fmt::format("listen port {} is out of range: give 0-65535", *p));
+  cfg.listen_host = host;
+  cfg.listen_port = static_cast<int>(*p);
+  return ok();
+}
+
+Result<void> apply_config_file(const std::string& text, const std::string& file, ServerConfig& cfg) {
+  auto doc = format::parse_json(text, file, {.max_bytes = 1u << 20, .max_depth = 8});
+  if (!doc) return fail(to_string(doc.error()));
+  if (!doc->is_object()) return fail(file + ": the configuration must be a JSON object");
+  std::map<std::string, bool> used;
+  for (auto& [k, v] : doc->items()) used[k] = false;
+  auto str = [&](const char* key, std::string& out) -> Result<void> {
+    if (!doc->contains(key)) return ok();
+    used[key] = true;
+    if (!(*doc)[key].is_string()) return fail(fmt::format("{}: \"{}\" must be a string", file, key));
+    out = (*doc)[key].get<std::string>();
+    return ok();
+  };
+  if (auto r = str("data_dir", cfg.data_dir); !r) return r;
+  if (auto r = str("catalog", cfg.catalog); !r) return r;
+  std::string listen;
+  if (auto r = str("listen", listen); !r) return r;
+  if (!listen.empty())
+    if (auto r = parse_listen(listen, cfg); !r) return fail(file + ": " + r.error().message);
+  std::string err;
+  for_each_int(cfg, [&](const char* key, const char*, std::int64_t& v) {
+    if (!doc->contains(key) || !err.empty()) return;
+    used[key] = true;
+    const auto& j = (*doc)[key];
+    if (!j.is_number_integer()) {
+      err = fmt::format("{}: \"{}\" must be an integer, found {}", file, key, j.dump());
+      return;
+    }
+    v = j.get<std::int64_t>();
+  });
+  if (!err.empty()) return fail(err);
+  for (auto& [k, u] : used)
+    if (!u)
+      return fail(fmt::format("{}: unknown key \"{}\": the keys are data_dir, listen, catalog, max_upload_bytes, "
+                              "threads, queue_max, read_timeout_s, write_timeout_s, upload_deadline_s, max_attempts",
+                              file, k));
+  return ok();
+}
+
+Result<void> apply_env(const EnvLookup& env, ServerConfig& cfg) {
+  if (auto v = env("KZOO_DATA"); v && !v->empty()) cfg.data_dir = *v;
+  if (auto v = env("KZOO_CATALOG"); v && !v->empty()) cfg.catalog = *v;
+  if (auto v = env("KZOO_LISTEN"); v && !v->empty())
+    if (auto r = parse_listen(*v, cfg); !r) return fail("KZOO_LISTEN: " + r.error().message);
+  std::string err;
+  for_each_int(cfg, [&](const char*, const char* name, std::int64_t& v) {
+    auto s = env(name);
+    if (!s || s->empty() || !err.empty()) return;
+    auto n = parse_int(*s, name);
+    if (!n) {
+      err = n.error().message;
+      return;
+    }
+    v = *n;
+  });
+  if (!err.empty()) return fail(err);
+  return ok();
+}
+
+Result<void> check_config(const ServerConfig& c) {
+  auto range = [](const char* key, std::int64_t v, std::int64_t lo, std::int64_t hi) -> Result<void> {
+    if (v < lo || v > hi) return fail(fmt::format("{} = {} is out of range: give {} to {}", key, v, lo, hi));
+    return ok();
+  };
+  for (auto r : {range("max_upload_bytes", static_cast<std::int64_t>(c.max_upload_bytes), 1024, 1ll << 30),
+                 range("threads", c.threads, 1, 256), range("queue_max", c.queue_max, 1, 65536),
+                 range("read_timeout_s", c.read_timeout_s, 1, 3600),
+                 range("write_timeout_s", c.write_timeout_s, 1, 3600),
+                 range("upload_deadline_s", c.upload_deadline_s, 1, 3600),
+                 range("max_attempts", c.max_attempts, 1, 100)})
+    if (!r) return r;
+  if (c.data_dir.empty()) return fail("data_dir is empty: give --data DIR or KZOO_DATA");
+  return ok();
+}
+
+nlohmann::json to_json(const ServerConfig& c) {
+  nlohmann::json j;
+  j["listen"] = (c.listen_host.find(':') != std::string::npos ? "[" + c.listen_host + "]" : c.listen_host) + ":" +
+                std::to_string(c.listen_port);
+  j["catalog"] = c.catalog;
+  ServerConfig copy = c;
+  for_each_int(copy, [&](const char* key, const char*, std::int64_t& v) { j[key] = v; });
+  return j;
+}
+
+}  // namespace kzoo::server

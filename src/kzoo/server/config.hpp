@@ -1,0 +1,71 @@
+// Configuration of `kzoo serve`: one JSON file plus environment variables,
+// each with a default, so `kzoo serve` alone starts a loopback service.
+//
+// Precedence, lowest first: built-in defaults < the config file < environment
+// variables < command-line flags (applied by the CLI). The file is the one
+// given with --config, else $KZOO_CONFIG, else <data dir>/kzoo.json when it
+// exists. Unknown keys in the file are errors (a typo must not silently fall
+// back to a default).
+//
+// | key                 | env                     | default                    |
+// |---------------------|-------------------------|----------------------------|
+// | data_dir            | KZOO_DATA               | $XDG_DATA_HOME/kzoo, else ~/.local/share/kzoo |
+// | listen              | KZOO_LISTEN             | 127.0.0.1:8321             |
+// | catalog             | KZOO_CATALOG            | <source tree>/catalog/kernel_data |
+// | max_upload_bytes    | KZOO_MAX_UPLOAD_BYTES   | 16777216 (16 MiB)          |
+// | threads             | KZOO_THREADS            | 8                          |
+// | queue_max           | KZOO_QUEUE_MAX          | 64 (connections waiting for a thread) |
+// | read_timeout_s      | KZOO_READ_TIMEOUT_S     | 10 (per socket read)       |
+// | write_timeout_s     | KZOO_WRITE_TIMEOUT_S    | 10 (per socket write)      |
+// | upload_deadline_s   | KZOO_UPLOAD_DEADLINE_S  | 120 (whole upload body)    |
+// | max_attempts        | KZOO_MAX_ATTEMPTS       | 3 (claims of a job before it fails) |
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kzoo/util/result.hpp"
+
+namespace kzoo::server {
+
+struct ServerConfig {
+  std::string data_dir;
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 8321;  // 0 = any free port (tests)
+  std::string catalog;
+  std::uint64_t max_upload_bytes = 16u << 20;
+  int threads = 8;
+  int queue_max = 64;
+  int read_timeout_s = 10;
+  int write_timeout_s = 10;
+  int upload_deadline_s = 120;
+  int max_attempts = 3;
+};
+
+// Reads an environment variable; tests inject a map.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+EnvLookup process_env();
+
+ServerConfig default_config(const EnvLookup& env);
+
+// "HOST:PORT" (IPv4 literal or name, port 0-65535); "[v6]:PORT" for IPv6.
+Result<void> parse_listen(const std::string& text, ServerConfig& cfg);
+
+// Applies the keys of config JSON `text` (from `file`) onto `cfg`.
+Result<void> apply_config_file(const std::string& text, const std::string& file, ServerConfig& cfg);
+
+// Applies the KZOO_* variables onto `cfg`; a malformed value is an error naming it.
+Result<void> apply_env(const EnvLookup& env, ServerConfig& cfg);
+
+// Checks ranges (threads 1-256, queue_max 1-65536, timeouts 1-3600 s, upload cap 1 KiB-1 GiB).
+Result<void> check_config(const ServerConfig& cfg);
+
+// The file form, as `kzoo init` writes it: every key but data_dir (the file
+// lives in the data directory, which may be moved).
+nlohmann::json to_json(const ServerConfig& cfg);
+
+}  // namespace kzoo::server

@@ -1,0 +1,76 @@
+#include "kzoo/server/data_dir.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "kzoo/store/kernel_repo.hpp"
+#include "kzoo/store/sqlite_state_db.hpp"
+
+namespace kzoo::server {
+
+namespace fs = std::filesystem;
+
+bool is_data_dir(const std::string& dir) {
+  std::error_code ec;
+  DataPaths p{dir};
+  return fs::is_directory(p.repo(), ec) && fs::is_regular_file(p.state_db(), ec);
+}
+
+Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catalog, const ServerConfig& cfg) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) return fail(fmt::format("{} exists and is not a directory", dir));
+    if (!fs::is_empty(dir, ec))
+      return fail(fmt::format("{} is not empty: kzoo init only creates a data directory in an absent or empty one "
+                              "(is_data_dir: {})",
+                              dir, is_data_dir(dir) ? "yes, it is one already" : "no"));
+  }
+  if (!fs::is_regular_file(fs::path(catalog) / ".kernel_data", ec))
+    return fail(fmt::format("{} is not a kernel_data root (no .kernel_data marker): give the catalog with "
+                            "--catalog DIR or KZOO_CATALOG",
+                            catalog));
+  fs::create_directories(dir, ec);
+  if (ec) return fail(fmt::format("cannot create {}: {}", dir, ec.message()));
+  DataPaths p{fs::absolute(dir).lexically_normal().string()};
+  if (!p.root.empty() && p.root.back() == '/') p.root.pop_back();
+  auto repo = store::KernelRepo::init_from_catalog(catalog, p.repo());
+  if (!repo) return fail("initialising " + p.repo() + ": " + repo.error().message);
+  auto db = store::open_sqlite_state_db(p.state_db());
+  if (!db) return fail("creating " + p.state_db() + ": " + db.error().message);
+  fs::create_directory(p.uploads(), ec);
+  if (ec) return fail(fmt::format("cannot create {}: {}", p.uploads(), ec.message()));
+  fs::permissions(p.uploads(), fs::perms::owner_all, ec);
+  std::ofstream out(p.config(), std::ios::trunc);
+  out << to_json(cfg).dump(2) << "\n";
+  out.close();
+  if (!out) return fail("cannot write " + p.config());
+  return p;
+}
+
+Result<ServeLock> ServeLock::acquire(const DataPaths& paths) {
+  int fd = ::open(paths.lock().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return fail(fmt::format("cannot open {}: {}", paths.lock(), std::strerror(errno)));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    ::close(fd);
+    if (e == EWOULDBLOCK)
+      return fail(fmt::format("another kzoo serve is using {} (it holds {}): stop it, or give another --data DIR",
+                              paths.root, paths.lock()));
+    return fail(fmt::format("cannot lock {}: {}", paths.lock(), std::strerror(e)));
+  }
+  return ServeLock(fd);
+}
+
+ServeLock::~ServeLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+}  // namespace kzoo::server

@@ -1,0 +1,304 @@
+#include "kzoo/server/service.hpp"
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <span>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "kzoo/server/api.hpp"
+#include "kzoo/server/bounded_queue.hpp"
+#include "kzoo/server/upload_file.hpp"
+#include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/util/embedded.hpp"
+
+namespace kzoo {
+std::span<const EmbeddedFile> embedded_server_files();  // generated (CMakeLists.txt)
+}
+
+namespace kzoo::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Request bodies other than uploads: the API takes none.
+constexpr std::size_t kSmallBodyCap = 1024;
+// Multipart framing and the text fields beside the package file.
+constexpr std::size_t kMultipartOverhead = 64 * 1024;
+
+struct CompiledRoute {
+  const Route* route;
+  std::regex re;
+};
+
+const std::vector<CompiledRoute>& compiled_routes() {
+  static const std::vector<CompiledRoute> c = [] {
+    std::vector<CompiledRoute> v;
+    for (const auto& r : routes()) v.push_back({&r, std::regex(r.pattern)});
+    return v;
+  }();
+  return c;
+}
+
+// The route template a request matches, for metrics labels ("unmatched" keeps
+// the label set bounded whatever paths clients invent).
+std::string route_label(const std::string& method, const std::string& path) {
+  for (const auto& c : compiled_routes())
+    if (c.route->method == method && std::regex_match(path, c.re)) return c.route->path;
+  return "unmatched";
+}
+
+std::size_t body_cap(const ServerConfig& cfg, const std::string& method, const std::string& path) {
+  if (method == "POST" && path == "/api/submissions") return cfg.max_upload_bytes + kMultipartOverhead;
+  return kSmallBodyCap;
+}
+
+// The checks every request passes before its body is read. Returns 0 when
+// the request may go on, else the status it was refused with (res filled).
+int refuse_before_body(const ServerConfig& cfg, const httplib::Request& req, httplib::Response& res) {
+  if (req.has_header("Transfer-Encoding")) {
+    send_error(res, 411, "length_required",
+               fmt::format("Transfer-Encoding \"{}\" is refused: send the body with a Content-Length header "
+                           "(uploads are capped at {} bytes)",
+                           req.get_header_value("Transfer-Encoding"), cfg.max_upload_bytes));
+    return 411;
+  }
+  if (req.has_header("Content-Encoding")) {
+    send_error(res, 415, "encoding_refused",
+               fmt::format("Content-Encoding \"{}\" is refused: send the body unencoded (a .tar.gz package is "
+                           "already compressed)",
+                           req.get_header_value("Content-Encoding")));
+    return 415;
+  }
+  std::size_t cap = body_cap(cfg, req.method, req.path);
+  bool is_upload = req.method == "POST" && req.path == "/api/submissions";
+  if (!req.has_header("Content-Length")) {
+    if (is_upload) {
+      send_error(res, 411, "length_required", "a Content-Length header is required for uploads");
+      return 411;
+    }
+    return 0;
+  }
+  const std::string v = req.get_header_value("Content-Length");
+  std::uint64_t n = 0;
+  bool digits = !v.empty() && v.size() <= 19 && v.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) n = std::stoull(v);
+  if (!digits || req.get_header_value_count("Content-Length") != 1) {
+    send_error(res, 400, "bad_content_length", fmt::format("Content-Length \"{}\" is not one decimal number", v));
+    return 400;
+  }
+  if (n > cap) {
+    send_error(res, 413, "too_large",
+               fmt::format("the body of {} bytes is over this route's cap of {} bytes{}", n, cap,
+                           is_upload ? " (package files are capped at " + std::to_string(cfg.max_upload_bytes) +
+                                           " bytes; keep sources only)"
+                                     : ""));
+    return 413;
+  }
+  return 0;
+}
+
+}  // namespace
+
+const std::vector<Route>& routes() {
+  static const std::vector<Route> r = {
+      {"POST", "/api/submissions", "/api/submissions"},
+      {"GET", "/api/submissions/{id}", "/api/submissions/([0-9]{1,18})"},
+      {"GET", "/api/kernels", "/api/kernels"},
+      {"GET", "/api/kernels/{kernel_id}", "/api/kernels/([A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+){0,15})"},
+      {"GET", "/api/jobs/{id}/log", "/api/jobs/([0-9]{1,18})/log"},
+      {"GET", "/healthz", "/healthz"},
+      {"GET", "/metrics", "/metrics"},
+      {"GET", "/api/openapi.json", "/api/openapi.json"},
+  };
+  return r;
+}
+
+std::string_view openapi_json() {
+  for (const auto& f : embedded_server_files())
+    if (f.name == "openapi.json") return f.content;
+  return {};
+}
+
+void send_json(httplib::Response& res, int status, const nlohmann::json& doc) {
+  res.status = status;
+  res.set_content(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message,
+                const std::string& field, const nlohmann::json& extra) {
+  nlohmann::json e = {{"code", code}, {"message", message}, {"field", field.empty() ? nlohmann::json() : nlohmann::json(field)}};
+  if (extra.is_object())
+    for (auto& [k, v] : extra.items()) e[k] = v;
+  send_json(res, status, {{"error", e}});
+}
+
+int http_status(const store::StateError& e) {
+  switch (e.kind) {
+    case store::StateError::not_found: return 404;
+    case store::StateError::wrong_state:
+    case store::StateError::not_holder: return 409;
+    case store::StateError::invalid: return 400;
+    case store::StateError::busy: return 503;
+    case store::StateError::io: return 500;
+  }
+  return 500;
+}
+
+std::string iso8601(store::UnixMs ms) {
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms % 1000));
+}
+
+store::StateResult<DbPool::Lease> DbPool::get() {
+  {
+    std::lock_guard lock(mu_);
+    if (!free_.empty()) {
+      auto db = std::move(free_.back());
+      free_.pop_back();
+      return Lease(this, std::move(db));
+    }
+  }
+  auto db = store::open_sqlite_state_db(path_);
+  if (!db) return tl::unexpected(db.error());
+  return Lease(this, std::move(*db));
+}
+
+void DbPool::put(std::unique_ptr<store::StateDb> db) {
+  std::lock_guard lock(mu_);
+  free_.push_back(std::move(db));
+}
+
+struct Service::Impl {
+  std::unique_ptr<Api> api;
+  std::optional<ServeLock> lock;
+  httplib::Server http;
+};
+
+Service::Service(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Service::~Service() = default;
+const std::string& Service::data_dir() const { return impl_->api->paths.root; }
+
+Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
+  if (auto r = check_config(cfg); !r) return tl::unexpected(r.error());
+  std::error_code ec;
+  bool empty = !fs::exists(cfg.data_dir, ec) || (fs::is_directory(cfg.data_dir, ec) && fs::is_empty(cfg.data_dir, ec));
+  if (empty) {
+    auto p = init_data_dir(cfg.data_dir, cfg.catalog, cfg);
+    if (!p) return tl::unexpected(p.error());
+  } else if (!is_data_dir(cfg.data_dir)) {
+    return fail(fmt::format("{} is neither empty nor a kzoo data directory (no kernel_data.git and state.db): "
+                            "give another --data DIR, or create one with `kzoo init DIR`",
+                            cfg.data_dir));
+  }
+  DataPaths paths{fs::absolute(cfg.data_dir).lexically_normal().string()};
+  if (paths.root.size() > 1 && paths.root.back() == '/') paths.root.pop_back();
+  auto lock = ServeLock::acquire(paths);
+  if (!lock) return tl::unexpected(lock.error());
+  fs::create_directories(paths.uploads(), ec);
+  auto repo = store::KernelRepo::open(paths.repo());
+  if (!repo) return tl::unexpected(repo.error());
+  auto impl = std::make_unique<Impl>();
+  impl->lock.emplace(std::move(*lock));
+  impl->api.reset(new Api{cfg, paths, std::move(*repo), DbPool(paths.state_db()), {}, {}, {}});
+  if (auto r = impl->api->recover(); !r) return tl::unexpected(r.error());
+
+  Api* api = impl->api.get();
+  auto& http = impl->http;
+  const ServerConfig c = cfg;
+  http.new_task_queue = [c] { return new BoundedTaskQueue(c.threads, c.queue_max); };
+  http.set_read_timeout(c.read_timeout_s, 0);
+  http.set_write_timeout(c.write_timeout_s, 0);
+  http.set_keep_alive_timeout(5);
+  http.set_keep_alive_max_count(100);
+  http.set_payload_max_length(c.max_upload_bytes + kMultipartOverhead);
+  http.set_pre_routing_handler([c](const httplib::Request& req, httplib::Response& res) {
+    if (refuse_before_body(c, req, res) == 0) return httplib::Server::HandlerResponse::Unhandled;
+    // The body was not read: the connection cannot carry another request.
+    res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // curl and others ask before sending a large body: refuse early, unsent.
+  http.set_expect_100_continue_handler([c](const httplib::Request& req, httplib::Response& res) {
+    int status = refuse_before_body(c, req, res);
+    if (status == 0) return 100;
+    res.set_header("Connection", "close");
+    return status;
+  });
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404)
+      send_error(res, 404, "not_found",
+                 fmt::format("no route {} {}: see GET /api/openapi.json for the API", req.method, req.path));
+    else if (res.status == 413)
+      send_error(res, 413, "too_large", "the request body is over this route's cap");
+    else
+      send_error(res, res.status, "http_error", fmt::format("the request could not be served (HTTP {})", res.status));
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_error(res, 500, "internal", "internal error: " + what);
+  });
+  http.set_logger([api](const httplib::Request& req, const httplib::Response& res) {
+    api->metrics.count_request(route_label(req.method, req.path), req.method, res.status);
+  });
+
+  http.Post("/api/submissions", [api](const httplib::Request& req, httplib::Response& res,
+                                      const httplib::ContentReader& reader) { api->post_submission(req, res, reader); });
+  auto get = [&](const std::string& path, void (Api::*fn)(const httplib::Request&, httplib::Response&)) {
+    for (const auto& r : routes())
+      if (r.method == "GET" && r.path == path)
+        http.Get(r.pattern, [api, fn](const httplib::Request& req, httplib::Response& res) { (api->*fn)(req, res); });
+  };
+  get("/api/submissions/{id}", &Api::get_submission);
+  get("/api/kernels", &Api::get_kernels);
+  get("/api/kernels/{kernel_id}", &Api::get_kernel);
+  get("/api/jobs/{id}/log", &Api::get_job_log);
+  get("/metrics", &Api::get_metrics);
+  http.Get("/healthz", [api](const httplib::Request&, httplib::Response& res) {
+    auto head = api->repo.head();
+    auto db = api->db.get();
+    bool ok = head.has_value() && db.has_value();
+    send_json(res, ok ? 200 : 503,
+              {{"status", ok ? "ok" : "degraded"},
+               {"repository", head ? *head : "error: " + head.error().message},
+               {"database", db ? "ok" : "error: " + db.error().message}});
+  });
+  http.Get("/api/openapi.json", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(std::string(openapi_json()), "application/json");
+  });
+  return std::unique_ptr<Service>(new Service(std::move(impl)));
+}
+
+Result<int> Service::bind() {
+  auto& c = impl_->api->cfg;
+  if (c.listen_port == 0) {
+    int port = impl_->http.bind_to_any_port(c.listen_host);
+    if (port <= 0) return fail(fmt::format("cannot listen on {}: no free port", c.listen_host));
+    return port;
+  }
+  if (!impl_->http.bind_to_port(c.listen_host, c.listen_port))
+    return fail(fmt::format("cannot listen on {}:{}: the address is in use or not local", c.listen_host,
+                            c.listen_port));
+  return c.listen_port;
+}
+
+bool Service::run() { return impl_->http.listen_after_bind(); }
+void Service::stop() { impl_->http.stop(); }
+
+}  // namespace kzoo::server

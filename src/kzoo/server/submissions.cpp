@@ -1,0 +1,250 @@
+// POST /api/submissions and start-up recovery (service.hpp describes the rules).
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "kzoo/format/json_schema.hpp"
+#include "kzoo/format/utf8.hpp"
+#include "kzoo/package/inspect.hpp"
+#include "kzoo/package/tarball.hpp"
+#include "kzoo/server/api.hpp"
+#include "kzoo/server/upload_file.hpp"
+
+namespace kzoo::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The text fields of the envelope (schemas/submission_envelope.schema.json);
+// each is capped well above its schema maxLength, in bytes, while streaming.
+constexpr std::size_t kFieldCap = 16 * 1024;
+const char* const kFields[] = {"kernel_id", "submitter_id", "package_filename", "optimization_summary"};
+
+bool is_field(const std::string& name) {
+  for (const char* f : kFields)
+    if (name == f) return true;
+  return false;
+}
+
+struct Refusal {
+  Refusal(int s, std::string c, std::string m, std::string f = "", nlohmann::json e = nullptr)
+      : status(s), code(std::move(c)), message(std::move(m)), field(std::move(f)), extra(std::move(e)) {}
+  int status;
+  std::string code, message, field;
+  nlohmann::json extra;
+};
+
+nlohmann::json links_for(std::int64_t id, std::optional<std::int64_t> job) {
+  nlohmann::json l = {{"self", fmt::format("/api/submissions/{}", id)}};
+  if (job) l["log"] = fmt::format("/api/jobs/{}/log", *job);
+  return l;
+}
+
+}  // namespace
+
+void Api::post_submission(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+  auto refuse = [&](const Refusal& r) {
+    metrics.count_submission("refused");
+    send_error(res, r.status, r.code, r.message, r.field, r.extra);
+  };
+  if (!req.is_multipart_form_data()) {
+    res.set_header("Connection", "close");
+    return refuse({415, "not_multipart",
+                   fmt::format("Content-Type \"{}\" is refused: send multipart/form-data with the fields kernel_id, "
+                               "submitter_id, package_filename, optimization_summary and one file part",
+                               req.get_header_value("Content-Type"))});
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(cfg.upload_deadline_s);
+  std::map<std::string, std::string> fields;
+  std::optional<UploadFile> file;
+  std::string current;
+  bool in_file = false;
+  std::optional<Refusal> refusal;
+
+  bool read_ok = reader(
+      [&](const httplib::MultipartFormData& part) {
+        if (refusal) return false;
+        if (!part.filename.empty()) {
+          if (file) {
+            refusal = Refusal{400, "duplicate_file", "the request has two file parts: send exactly one package", part.name};
+            return false;
+          }
+          auto f = UploadFile::create(paths.uploads(), cfg.max_upload_bytes);
+          if (!f) {
+            refusal = Refusal{500, "storage", f.error().message, ""};
+            return false;
+          }
+          file.emplace(std::move(*f));
+          in_file = true;
+          return true;
+        }
+        in_file = false;
+        current = part.name;
+        if (!is_field(current)) {
+          refusal = Refusal{400, "unknown_field",
+                            fmt::format("unknown form field \"{}\": the fields are kernel_id, submitter_id, "
+                                        "package_filename, optimization_summary, and one file part",
+                                        package::detail::printable(current)),
+                            package::detail::printable(current)};
+          return false;
+        }
+        if (fields.count(current)) {
+          refusal = Refusal{400, "duplicate_field", fmt::format("form field \"{}\" is given twice", current), current};
+          return false;
+        }
+        fields[current];
+        return true;
+      },
+      [&](const char* data, std::size_t n) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          refusal = Refusal{408, "upload_timeout",
+                            fmt::format("the upload took longer than {} s: send it faster or smaller",
+                                        cfg.upload_deadline_s)};
+          return false;
+        }
+        if (in_file) {
+          if (auto w = file->write({data, n}); !w) {
+            refusal = file->over_cap()
+                          ? Refusal{413, "too_large",
+                                    fmt::format("the package file is over the cap of {} bytes: keep sources only",
+                                                cfg.max_upload_bytes),
+                                    "package"}
+                          : Refusal{500, "storage", w.error().message};
+            return false;
+          }
+          return true;
+        }
+        auto& v = fields[current];
+        if (v.size() + n > kFieldCap) {
+          refusal = Refusal{413, "field_too_large", fmt::format("form field \"{}\" is over {} bytes", current, kFieldCap),
+                            current};
+          return false;
+        }
+        v.append(data, n);
+        return true;
+      });
+  if (file) metrics.count_upload_bytes(file->size());
+  if (!read_ok || refusal) {
+    // The rest of the body is unread: this connection cannot go on.
+    res.set_header("Connection", "close");
+    return refuse(refusal.value_or(Refusal{400, "bad_multipart",
+                                           "the body is not complete, valid multipart/form-data (a boundary, "
+                                           "parts with Content-Disposition: form-data, the closing boundary)"}));
+  }
+
+  // The envelope, against its schema; every violation listed.
+  nlohmann::json envelope = nlohmann::json::object();
+  for (auto& [k, v] : fields) envelope[k] = v;
+  for (auto& [k, v] : fields)
+    if (format::find_invalid_utf8(v))
+      return refuse({400, "invalid_field", fmt::format("form field \"{}\" is not valid UTF-8", k), k});
+  Violations vs = format::SchemaSet::bundled().validate(envelope, "submission_envelope", "submission");
+  if (!vs.empty()) {
+    std::string field = vs.front().pointer.empty() ? "" : vs.front().pointer.substr(1);
+    if (vs.front().rule == "schema.required") {
+      for (const char* f : kFields)
+        if (!fields.count(f) && std::string(f) != "optimization_summary") {
+          field = f;
+          break;
+        }
+    }
+    return refuse({400, "invalid_field", to_string(vs.front()), field, {{"violations", to_json(vs)}}});
+  }
+  if (!file)
+    return refuse({400, "missing_file", "the request has no file part: attach the package .tar.gz as a file", "package"});
+  const std::string kernel_id = fields["kernel_id"];
+  auto index = kernels();
+  if (!index) return refuse({500, "repository", index.error().message});
+  if (!(*index)->ids.count(kernel_id))
+    return refuse({422, "unknown_kernel",
+                   fmt::format("kernel \"{}\" does not exist in the repository at {}: GET /api/kernels lists them",
+                               kernel_id, (*index)->head.substr(0, 12)),
+                   "kernel_id"});
+  auto sha = file->finish();
+  if (!sha) return refuse({500, "storage", sha.error().message});
+
+  // The package itself: tarball rules, then inspection of the tree.
+  Violations pv;
+  auto tar = package::read_package_tarball(file->temp_path(), kernel_id);
+  if (!tar) return refuse({500, "storage", tar.error().message});
+  for (auto& v : tar->violations) {
+    if (v.path == file->temp_path()) v.path = fields["package_filename"];
+    pv.push_back(v);
+  }
+  if (pv.empty()) {
+    auto insp = package::inspect_tree(tar->tree, kernel_id, fields["package_filename"] + ":" + kernel_id);
+    pv = std::move(insp.violations);
+  }
+
+  auto db_lease = db.get();
+  if (!db_lease) return refuse({http_status(db_lease.error()), "database", db_lease.error().message});
+  auto& dbx = *db_lease;
+  store::NewSubmission ns{kernel_id, fields["submitter_id"], fields["optimization_summary"], "", *sha};
+  if (!pv.empty()) {
+    // Recorded, so the submitter has an id to refer to; the bytes are not kept.
+    ns.package_path = "-";
+    auto s = dbx->create_submission(ns);
+    if (!s) return refuse({http_status(s.error()), "database", s.error().message});
+    std::vector<std::string> reasons;
+    for (const auto& v : pv) reasons.push_back(to_string(v));
+    nlohmann::json verdict = {{"stage", "intake"}, {"accept", false}, {"violations", to_json(pv)}};
+    auto r = dbx->reject(s->id, reasons, verdict);
+    if (!r) return refuse({http_status(r.error()), "database", r.error().message});
+    metrics.count_submission("rejected");
+    return send_error(res, 422, "package_invalid",
+                      fmt::format("the package breaks {} rule{}; first: {}", pv.size(), pv.size() == 1 ? "" : "s",
+                                  reasons.front()),
+                      "package",
+                      {{"violations", to_json(pv)}, {"id", s->id}, {"state", "rejected"}, {"links", links_for(s->id, {})}});
+  }
+
+  // Valid: record (received), store under its final name, queue. A crash
+  // between these steps leaves a `received` submission, which recover()
+  // rejects at the next start, deleting its file.
+  std::string name = *sha + "-" + file->temp_path().substr(file->temp_path().size() - 6) + ".tar.gz";
+  ns.package_path = paths.uploads() + "/" + name;
+  auto s = dbx->create_submission(ns);
+  if (!s) return refuse({http_status(s.error()), "database", s.error().message});
+  if (auto c = file->commit(name); !c) {
+    (void)dbx->reject(s->id, {"the server could not store the upload: " + c.error().message}, nullptr);
+    return refuse({500, "storage", c.error().message});
+  }
+  auto job = dbx->enqueue(s->id, cfg.max_attempts);
+  if (!job) return refuse({http_status(job.error()), "database", job.error().message});
+  metrics.count_submission("queued");
+  res.set_header("Location", fmt::format("/api/submissions/{}", s->id));
+  send_json(res, 202,
+            {{"id", s->id}, {"state", "queued"}, {"job_id", job->id}, {"sha256", *sha},
+             {"links", links_for(s->id, job->id)}});
+}
+
+Result<int> Api::recover() {
+  int n = 0;
+  auto removed = remove_incoming(paths.uploads());
+  if (!removed) return tl::unexpected(removed.error());
+  auto lease = db.get();
+  if (!lease) return fail(lease.error().message);
+  auto& dbx = *lease;
+  for (;;) {
+    store::SubmissionFilter f;
+    f.state = store::State::received;
+    f.limit = 1000;
+    auto list = dbx->list_submissions(f);
+    if (!list) return fail(list.error().message);
+    if (list->empty()) break;
+    for (const auto& s : *list) {
+      auto r = dbx->reject(s.id, {"interrupted: the server stopped while receiving this submission; submit it again"},
+                           nlohmann::json{{"stage", "intake"}, {"accept", false}, {"interrupted", true}});
+      if (!r) return fail(r.error().message);
+      std::error_code ec;
+      if (s.package_path.starts_with(paths.uploads() + "/")) fs::remove(s.package_path, ec);
+      ++n;
+    }
+  }
+  return n;
+}
+
+}  // namespace kzoo::server
