@@ -4,6 +4,7 @@
 #include "kzoo/worker/worker.hpp"
 
 #include <csignal>
+#include <filesystem>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -98,7 +99,9 @@ class WorkerTest : public ::testing::Test {
     write_file(root / "catalog/device_classes.json",
                runner::testing::read_file(std::string(KZOO_SOURCE_DIR) + "/catalog/device_classes.json"));
     write_file(root / "catalog/kernel_data/.kernel_data", "");
-    ASSERT_TRUE(package::write_tree(package_tree(kSlow), root / (std::string("catalog/kernel_data/") + kKernel)));
+    std::filesystem::create_directories(root / "catalog/kernel_data/cpu/softmax");
+    auto wrote = package::write_tree(package_tree(kSlow), root / (std::string("catalog/kernel_data/") + kKernel));
+    ASSERT_TRUE(wrote) << wrote.error().message;
     auto d = server::init_data_dir(root / "data", root / "catalog/kernel_data", server::ServerConfig{});
     ASSERT_TRUE(d) << d.error().message;
     paths = *d;
