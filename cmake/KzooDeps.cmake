@@ -17,8 +17,8 @@ pkg_check_modules(LIBGIT2 REQUIRED IMPORTED_TARGET libgit2)
 # cpp-httplib is a compiled library in Debian; its Cflags change class layout,
 # so they must reach every translation unit (LIBNOTES).
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
-# The sandbox's seccomp filter (runner/seccomp.cpp) and the judge signature's
-# HMAC-SHA256 (runner/grade.cpp); SHA-256 of uploads (server/upload_file.cpp).
+# The sandbox's seccomp filter (runner/seccomp.cpp); OpenSSL for the judge
+# signature's HMAC-SHA256 (runner/grade.cpp) and SHA-256 of uploads (server/).
 pkg_check_modules(LIBSECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 if(KZOO_BUILD_TESTS)

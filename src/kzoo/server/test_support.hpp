@@ -139,6 +139,25 @@ class RawConn {
     }
     return out;
   }
+  // One response: the head, then Content-Length bytes of body (a refused
+  // request's connection may stay open for keep-alive, so reading until
+  // close would only measure the keep-alive timeout).
+  std::string read_response() {
+    std::string out;
+    char buf[4096];
+    std::size_t head_end = std::string::npos, want = 0;
+    for (;;) {
+      if (head_end == std::string::npos && (head_end = out.find("\r\n\r\n")) != std::string::npos) {
+        head_end += 4;
+        auto cl = out.find("Content-Length: ");
+        want = head_end + (cl != std::string::npos && cl < head_end ? std::stoul(out.substr(cl + 16)) : 0);
+      }
+      if (head_end != std::string::npos && out.size() >= want) return out;
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return out;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+  }
   // The status code of the first response line ("HTTP/1.1 411 ..."), or -1.
   static int status_of(const std::string& response) {
     if (response.rfind("HTTP/1.", 0) != 0 || response.size() < 12) return -1;
