@@ -140,7 +140,7 @@ def run_judge(task, cases, secret, device, module_dir, options, kernel_id, runne
         return internal_error_document(cases, kernel_id, runner_id, device, "judge internal error: %s: %s" % (type(e).__name__, e))
     finally:
         if j is not None:
-            j._drop_child()
+            j._drop_all()
 
 
 def internal_error_document(cases, kernel_id, runner_id, device, message):

@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from . import compare, dtypes, gates, inputs, reference, timing
+from . import ab, compare, dtypes, gates, inputs, reference, timing
 from .channel import Child, ChildFailure
 
 
@@ -39,6 +39,9 @@ class Options:
         self.grace_ms = float(raw.get("grace_ms", 2.0 if device == "cpu" else 5.0))
         # Added to a batch's deadline for first-call costs (CUDA init, JIT compiles).
         self.batch_slack_s = float(raw.get("batch_slack_s", 30.0))
+        # A/B: the incumbent's source folder (W/.kzoo/incumbent/src), timed
+        # side by side with the submission (ab.py). None: the submission alone.
+        self.incumbent_src = raw.get("incumbent_src") or None
         if self.iterations < 1 or self.warmup < 0 or self.trials < 1:
             raise ValueError("KZOO_OPTIONS: iterations >= 1, warmup >= 0, trials >= 1")
 
@@ -94,16 +97,28 @@ class Judge:
         self.child = None
         self.overheads = {}
         self.build_error = None
+        self.ab = ab.Incumbent(self, options.incumbent_src) if options.incumbent_src else None
 
     # --- the child -----------------------------------------------------------
     def _start_child(self, cases):
+        # The incumbent is imported first, before any submitted code runs, so
+        # the submission cannot touch it on its way in.
+        if self.ab is not None:
+            self.ab.ensure(cases)
         self.child = Child(self.src_dir, self.device, self.l2_bytes)
-        # The harness's own cost, measured with judge-owned code BEFORE the
-        # submission is imported (it cannot have patched anything yet).
+        self._calibrate(self.child, cases, self.overheads)
+        r = self.child.request(("load", self.module_path, self.task.entry_point, self.src_dir), self.opt.load_timeout_s)
+        if r[0] != "ok":
+            self.build_error = "importing the submission failed: %s" % (r[1],)
+            raise CaseFailure("error", self.build_error)
+
+    def _calibrate(self, child, cases, overheads):
+        """The harness's own cost, measured with judge-owned code BEFORE the
+        module is imported (it cannot have patched anything yet)."""
         for case in cases:
             dims = self.timing_dims(case)[0]
             key = self._dims_key(dims)
-            if key in self.overheads:
+            if key in overheads:
                 continue
             out_specs = [(list(s), str(dtypes.torch_dtype(sp.dtype)).replace("torch.", ""))
                          for s, sp in zip(self.task.output_shapes(dims), self.task.outputs)
@@ -111,9 +126,9 @@ class Judge:
             samples = []
             for _ in range(3):
                 for n in (2, 8):
-                    self.child.request(("prepare", [[] for _ in range(n)]), 60)
+                    child.request(("prepare", [[] for _ in range(n)]), 60)
                     t0 = time.perf_counter_ns()
-                    r = self.child.request(("go", "trivial", {"out_specs": out_specs, "flush": True}), 60)
+                    r = child.request(("go", "trivial", {"out_specs": out_specs, "flush": True}), 60)
                     wall = time.perf_counter_ns() - t0
                     if r[0] != "done":
                         raise ChildFailure("protocol", "harness calibration failed: %s" % (r,))
@@ -122,11 +137,7 @@ class Judge:
             best = {}
             for n, w in samples:
                 best[n] = min(best.get(n, w), w)
-            self.overheads[key] = timing.Overhead.fit(sorted(best.items()))
-        r = self.child.request(("load", self.module_path, self.task.entry_point, self.src_dir), self.opt.load_timeout_s)
-        if r[0] != "ok":
-            self.build_error = "importing the submission failed: %s" % (r[1],)
-            raise CaseFailure("error", self.build_error)
+            overheads[key] = timing.Overhead.fit(sorted(best.items()))
 
     def _ensure_child(self, cases):
         if self.child is None or self.child.proc.poll() is not None:
@@ -138,6 +149,11 @@ class Judge:
         if self.child is not None:
             self.child.kill()
             self.child = None
+
+    def _drop_all(self):
+        self._drop_child()
+        if self.ab is not None:
+            self.ab.drop()
 
     @staticmethod
     def _dims_key(dims):
@@ -159,8 +175,12 @@ class Judge:
         return d, "timed on the CPU at correctness shape %s (no measure shapes), not the graded shape" % self._dims_key(d)
 
     # --- one batch -------------------------------------------------------------
-    def _batch(self, dims, labels, mode, record):
-        """Run one batch of input sets in the child; verify every output. Returns (child_ns, wall_ns)."""
+    def _batch(self, dims, labels, mode, record, child=None, lenient=None):
+        """Run one batch of input sets in `child` (default: the submission's); verify every output.
+        Returns (child_ns, wall_ns). With `lenient` (a list), an incorrect output found after the
+        batch ran is appended to it instead of raised, so the batch's times still count (A/B: the
+        incumbent's correctness is reported, not required)."""
+        chosen = child or self.child
         seeds = [self.secret.derive(*lab) for lab in labels]
         sets = [inputs.make_inputs(self.task, dims, s, self.device) for s in seeds]
         if self.device == "cpu":
@@ -168,13 +188,13 @@ class Judge:
                 for t in st:
                     t.share_memory_()
         opts = {"poison": 2 * self._set_bytes(dims) + 4096 if mode in ("call", "profile") else 0, "flush": mode == "timed"}
-        self.child.request(("prepare", sets), 120)
+        chosen.request(("prepare", sets), 120)
         if self.device == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter_ns()
-        self.child.send(("profile", opts) if mode == "profile" else ("go", "submission", opts))
+        chosen.send(("profile", opts) if mode == "profile" else ("go", "submission", opts))
         try:
-            r = self.child.recv(self.opt.call_timeout_s * len(sets) + self.opt.batch_slack_s)
+            r = chosen.recv(self.opt.call_timeout_s * len(sets) + self.opt.batch_slack_s)
         except ChildFailure as e:
             raise CaseFailure("timeout" if e.kind == "timeout" else "error", str(e))
         wall = time.perf_counter_ns() - t0
@@ -190,11 +210,15 @@ class Judge:
             raise CaseFailure("error", "the child broke the protocol: %r" % (r[0],))
         else:
             child_ns, outs = list(r[1]), r[2]
-        self.child.stop()
+        chosen.stop()
         try:
             self._verify_batch(dims, seeds, sets, outs, labels, record)
+        except CaseFailure as e:
+            if lenient is None or e.status != "incorrect":
+                raise
+            lenient.append(str(e))
         finally:
-            self.child.cont()
+            chosen.cont()
         return child_ns, wall
 
     def _verify_batch(self, dims, seeds, sets, outs, labels, record):
@@ -298,6 +322,8 @@ class Judge:
             bsize = 10
         key = self._dims_key(dims)
         overhead = self.overheads.get(key, timing.Overhead())
+        if self.ab is not None and self.ab.usable():
+            return self.ab.timed(case, dims, verdicts, bsize, overhead)
         done = 0
         while done < self.opt.warmup:
             n = min(bsize, self.opt.warmup - done)
@@ -354,13 +380,15 @@ class Judge:
         if self.child is not None:
             self.child.close()
             self.child = None
+        if self.ab is not None:
+            self.ab.close()
         return self._document(results)
 
     def _run_case(self, case, corr_verdicts, corr_fail, cases):
         verdicts = list(corr_verdicts)
         if corr_fail is not None:
-            return self._case_doc(case, corr_fail.status, False, verdicts, None, {},
-                                  "correctness trials: %s" % corr_fail)
+            return self._with_ab(case, self._case_doc(case, corr_fail.status, False, verdicts, None, {},
+                                                      "correctness trials: %s" % corr_fail))
         dims, note = self.timing_dims(case)
         try:
             self._ensure_child(cases)
@@ -370,7 +398,8 @@ class Judge:
             status = getattr(e, "status", "error")
             if status in ("timeout", "error") or isinstance(e, ChildFailure):
                 self._drop_child()
-            return self._case_doc(case, status, False, verdicts, None, {}, "%s%s" % (str(e), ("; " + note) if note else ""))
+            return self._with_ab(case, self._case_doc(case, status, False, verdicts, None, {},
+                                                      "%s%s" % (str(e), ("; " + note) if note else "")))
         med, spread = timing.summarise(samples)
         msgs = [note] if note else []
         if flagged:
@@ -397,7 +426,14 @@ class Judge:
         value = timing.metric_value(self.task.metric, work, med / 1e9)
         metrics = self._metrics(case, value, med)
         msgs.insert(0, "median %.3f us over %d timed calls, spread %.3f, %s %.6g" % (med / 1e3, len(samples), spread, self.task.metric, value))
-        return self._case_doc(case, "ok", True, verdicts, (samples, spread), gate_doc, "; ".join(m for m in msgs if m), metrics)
+        return self._with_ab(case, self._case_doc(case, "ok", True, verdicts, (samples, spread), gate_doc,
+                                                  "; ".join(m for m in msgs if m), metrics), med, work)
+
+    def _with_ab(self, case, doc, med_ns=None, work=None):
+        """Adds `incumbent` and `speedup` to a case document when A/B is on."""
+        if self.ab is not None:
+            doc.update(self.ab.case_fields(case, med_ns, work))
+        return doc
 
     def _metrics(self, case, value, med_ns):
         metas = case.metrics or [{"name": self.task.metric, "unit": self.task.metric}, {"name": "time_us", "unit": "us"}]

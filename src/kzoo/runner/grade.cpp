@@ -285,16 +285,27 @@ GradeOutcome grade(const GradeOptions& o) {
   if (!w) return finish(outcome(GradeStatus::error, w.error().message));
   if (o.keep_workdir) result.workdir = w->root;
 
+  auto out = grade_workdir(*w, loaded->kernel_id, o);
+  out.workdir = result.workdir;
+  return finish(std::move(out));
+}
+
+GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, const GradeOptions& o) {
+  auto say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  const Workdir* w = &w_;
   // The sandbox: the trusted parts of W read-only, the judge read-only.
   SandboxSpec spec;
   spec.argv = {python_of(o)};
   spec.workdir = w->root;
   std::string judge_dir = fs::weakly_canonical(o.judge_dir).string();
   if (!fs::is_directory(judge_dir + "/kzoo_judge"))
-    return finish(outcome(GradeStatus::error, "no judge at " + judge_dir + "/kzoo_judge: pass the judge directory (KZOO_JUDGE_DIR)"));
+    return (outcome(GradeStatus::error, "no judge at " + judge_dir + "/kzoo_judge: pass the judge directory (KZOO_JUDGE_DIR)"));
   spec.ro_binds = {{w->harness_dir, std::string(kSandboxWorkdir) + "/.kernel_package"},
                    {w->task_file, std::string(kSandboxWorkdir) + "/.kzoo/task.json"},
                    {judge_dir, "/kzoo/judge"}};
+  for (const auto& b : o.extra_ro_binds) spec.ro_binds.push_back(b);
   std::string classes = o.catalog_dir + "/device_classes.json";
   bool have_classes = !o.catalog_dir.empty() && fs::is_regular_file(classes);
   if (have_classes) spec.ro_binds.push_back({fs::weakly_canonical(classes).string(), "/kzoo/catalog/device_classes.json"});
@@ -312,7 +323,7 @@ GradeOutcome grade(const GradeOptions& o) {
   }
   if (o.device == "cuda") {
     spec.devices = gpu_device_nodes();
-    if (spec.devices.empty()) return finish(outcome(GradeStatus::error, "--device cuda but no /dev/nvidia* device nodes here"));
+    if (spec.devices.empty()) return (outcome(GradeStatus::error, "--device cuda but no /dev/nvidia* device nodes here"));
   }
   spec.memory_bytes = o.memory_bytes ? o.memory_bytes : default_memory();
   spec.max_pids = o.max_pids;
@@ -329,15 +340,22 @@ GradeOutcome grade(const GradeOptions& o) {
       {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", scratch}, {"USER", "kzoo"}, {"LOGNAME", "kzoo"},
       {"LANG", "C.UTF-8"}, {"TMPDIR", scratch}, {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"},
       {"PYTHONPATH", path_in(judge_dir)}, {"KZOO_TASK", path_in(w->task_file)}, {"KZOO_DEVICE", o.device},
-      {"KZOO_KERNEL_ID", loaded->kernel_id}, {"KZOO_RUNNER_ID", o.runner_id.empty() ? host_name() : o.runner_id}};
+      {"KZOO_KERNEL_ID", kernel_id}, {"KZOO_RUNNER_ID", o.runner_id.empty() ? host_name() : o.runner_id}};
   if (have_classes) env.emplace_back("KZOO_DEVICE_CLASSES", path_in(fs::weakly_canonical(classes).string()));
-  if (o.iterations) env.emplace_back("KZOO_OPTIONS", nlohmann::json{{"iterations", *o.iterations}}.dump());
+  nlohmann::json judge_options = o.judge_options.is_object() ? o.judge_options : nlohmann::json::object();
+  if (o.iterations) judge_options["iterations"] = *o.iterations;
+  if (!judge_options.empty()) {
+    // Host paths among the options (incumbent_src) are translated to what the judge sees.
+    if (judge_options.contains("incumbent_src") && judge_options["incumbent_src"].is_string())
+      judge_options["incumbent_src"] = path_in(judge_options["incumbent_src"].get<std::string>());
+    env.emplace_back("KZOO_OPTIONS", judge_options.dump());
+  }
   if (const char* dc = std::getenv("KZOO_DEVICE_CLASS")) env.emplace_back("KZOO_DEVICE_CLASS", dc);
 
   say("building the test environment (build_test_env.py)");
   spec.wall_limit = o.build_timeout;
   auto built = run_harness_step(*w, "build_test_env.py", env, {}, spec, sopts);
-  if (!built) return finish(outcome(GradeStatus::error, built.error().message));
+  if (!built) return (outcome(GradeStatus::error, built.error().message));
   if (!built->exited_ok()) {
     std::string why = built->timed_out ? "ran past its limit" : built->oom ? "exceeded its memory limit"
                       : built->signal ? "was killed by signal " + std::to_string(built->signal)
@@ -345,19 +363,16 @@ GradeOutcome grade(const GradeOptions& o) {
     auto out = outcome(GradeStatus::rejected, "build_test_env.py " + why + "; its stderr ends:\n" + built->stderr_tail);
     out.stderr_tail = built->stderr_tail;
     out.warnings = built->warnings;
-    out.workdir = result.workdir;
-    return finish(std::move(out));
+    return out;
   }
 
   auto seed = make_seed();
-  if (!seed) return finish(outcome(GradeStatus::error, seed.error().message));
+  if (!seed) return (outcome(GradeStatus::error, seed.error().message));
   say("benchmarking (benchmark.py, limit " + std::to_string(o.timeout.count()) + " s)");
   spec.wall_limit = o.timeout;
   auto ran = run_harness_step(*w, "benchmark.py", env, *seed, spec, sopts);
-  if (!ran) return finish(outcome(GradeStatus::error, ran.error().message));
-  auto out = verify_benchmark_output(*ran, *seed, loaded->kernel_id);
-  out.workdir = result.workdir;
-  return finish(std::move(out));
+  if (!ran) return (outcome(GradeStatus::error, ran.error().message));
+  return verify_benchmark_output(*ran, *seed, kernel_id);
 }
 
 }  // namespace kzoo::runner

@@ -37,6 +37,8 @@ struct GradeOptions {
   std::chrono::seconds timeout{1800};    // benchmark.py's wall-clock limit
   std::chrono::seconds build_timeout{300};
   std::optional<int> iterations;         // KZOO_OPTIONS {"iterations": N}
+  nlohmann::json judge_options;          // more KZOO_OPTIONS keys (an object), e.g. {"incumbent_src": ...}
+  std::vector<Bind> extra_ro_binds;      // more read-only binds (e.g. the incumbent's source inside W)
   std::string runner_id;                 // default: host name
   std::uint64_t memory_bytes = 0;        // 0: 3/4 of RAM, at most 32 GiB
   std::uint64_t max_pids = 4096;         // threads count too
@@ -64,6 +66,13 @@ struct GradeOutcome {
 };
 
 GradeOutcome grade(const GradeOptions& options);
+
+// The second half of grade(), for callers that laid out W themselves (the
+// server's worker, with the repository's harness and the incumbent): runs
+// build_test_env.py then benchmark.py in the sandbox over `w` and verifies
+// the signed document for `kernel_id`. options.package_path and task_file
+// are not used; catalog_dir only for device_classes.json.
+GradeOutcome grade_workdir(const Workdir& w, const std::string& kernel_id, const GradeOptions& options);
 
 // One harness step: `python3 .kernel_package/<script>` in the sandbox with
 // `env`, and, when `seed` is non-empty, the seed (hex) on an inherited pipe

@@ -1,0 +1,206 @@
+"""A/B timing: the incumbent's module and the submission's, side by side in one run.
+
+Why: a speed-up measured against a stored figure from another day, another
+machine state or another driver is mostly noise. Timing both in the same run,
+on the same fresh input sets, in alternating batches, cancels the slow drifts
+(clock boost, thermal state, neighbours) that dominate run-to-run noise, and
+the per-pair ratios give an honest spread for the verdict.
+
+How (KZOO_OPTIONS {"incumbent_src": DIR}):
+- The incumbent gets its own child process (channel.Child), spawned and
+  loaded BEFORE the submission is imported, with its own harness-cost
+  calibration. Its module is the task's definition.module under DIR.
+- Each timed (and warm-up) step is a PAIR of batches with the SAME labels, so
+  both modules see bit-identical fresh input sets (the seeds derive from the
+  labels). Pairs alternate their order (A B, B A, A B, ...), so a linear drift
+  within the run weighs on both sides equally.
+- While one side runs, the other side's process group is SIGSTOPped: neither
+  can steal the CPU from, or signal-starve, the batch being timed.
+- Both sides' outputs are checked. Only the submission must be correct: an
+  incorrect incumbent is reported (`incumbent.status: "incorrect"`) and its
+  times still count, since they are still the cost of the incumbent's work.
+  An incumbent that raises, dies or times out stops the comparison for the
+  rest of the run (never respawned: the submission has run meanwhile); the
+  case then carries no `speedup` and the verdict decides what that means.
+
+Case document fields added (only with the option):
+  incumbent: {status, correct, median_us, spread, samples, metrics, message}
+  speedup:   {value: incumbent median / submission median,
+              ratio_median, spread: (p90 - p10) / median of the per-pair ratios,
+              pairs} | null
+"""
+
+import math
+import os
+
+from . import timing
+from .channel import Child, ChildFailure
+
+
+def _clean(x):
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _median(xs):
+    return timing.quantile(sorted(xs), 0.5)
+
+
+class Incumbent:
+    def __init__(self, judge, src_dir):
+        self.j = judge
+        self.src_dir = os.path.abspath(src_dir)
+        self.module_path = os.path.join(self.src_dir, judge.task.module)
+        self.child = None
+        self.spawned = False
+        self.overheads = {}
+        self.error = None    # why the incumbent cannot be timed (any more)
+        self.results = {}    # case id -> {"status", "samples", "ratios", "messages"}
+
+    # --- the incumbent's child -------------------------------------------------
+    def ensure(self, cases):
+        """Spawn and load the incumbent once; a failure is remembered, not raised."""
+        if self.spawned:
+            return
+        self.spawned = True
+        if not os.path.isfile(self.module_path):
+            self.error = "the incumbent has no %s under %s" % (self.j.task.module, self.src_dir)
+            return
+        try:
+            self.child = Child(self.src_dir, self.j.device, self.j.l2_bytes)
+            self.j._calibrate(self.child, cases, self.overheads)
+            r = self.child.request(("load", self.module_path, self.j.task.entry_point, self.src_dir),
+                                   self.j.opt.load_timeout_s)
+            if r[0] != "ok":
+                self._lose("importing the incumbent failed: %s" % (r[1],))
+        except ChildFailure as e:
+            self._lose("the incumbent's child failed: %s" % e)
+
+    def usable(self):
+        return self.error is None and self.child is not None and self.child.proc.poll() is None
+
+    def _lose(self, why):
+        self.error = why
+        self.drop()
+
+    def drop(self):
+        if self.child is not None:
+            self.child.kill()
+            self.child = None
+
+    def close(self):
+        if self.child is not None:
+            self.child.close()
+            self.child = None
+
+    # --- interleaved timing ----------------------------------------------------
+    def timed(self, case, dims, verdicts, bsize, overhead):
+        """Warm-up and timed pairs. Returns the submission's (samples, flagged, figures, overhead)
+        exactly as Judge.timed does; the incumbent's figures are kept for case_fields."""
+        from .judge import CaseFailure
+        j = self.j
+        res = {"status": "ok", "samples": [], "ratios": [], "messages": [], "flagged": 0}
+        self.results[case.id] = res
+        inc_overhead = self.overheads.get(j._dims_key(dims), timing.Overhead())
+
+        def submission(labels):
+            other = self.child if self.usable() else None
+            if other is not None:
+                other.stop()  # the incumbent sleeps while the submission is timed
+            try:
+                return j._batch(dims, labels, "timed", verdicts.append)
+            finally:
+                if other is not None:
+                    other.cont()
+
+        def incumbent(labels):
+            if res["status"] not in ("ok", "incorrect") or not self.usable():
+                return None
+            wrong = []
+            j.child.stop()  # and the submission sleeps while the incumbent is timed
+            try:
+                out = j._batch(dims, labels, "timed", lambda v: None, child=self.child, lenient=wrong)
+            except (CaseFailure, ChildFailure) as e:
+                res["status"] = getattr(e, "status", None) or ("timeout" if getattr(e, "kind", "") == "timeout" else "error")
+                res["messages"].append("the incumbent failed: %s" % e)
+                self._lose("the incumbent failed in case %s: %s" % (case.id, e))
+                return None
+            finally:
+                j.child.cont()
+            if wrong:
+                if res["status"] == "ok":
+                    res["messages"].append("the incumbent is incorrect: %s" % wrong[0])
+                res["status"] = "incorrect"
+            return out
+
+        def pair(kind, start, n, index):
+            labels = [(kind, case.id, start + k) for k in range(n)]
+            if index % 2 == 0:
+                a = submission(labels)
+                b = incumbent(labels)
+            else:
+                b = incumbent(labels)
+                a = submission(labels)
+            return a, b
+
+        done = 0
+        index = 0
+        while done < j.opt.warmup:
+            n = min(bsize, j.opt.warmup - done)
+            pair("warmup", done, n, index)
+            done += n
+            index += 1
+        samples, flagged, figures = [], 0, []
+        done = 0
+        while done < j.opt.iterations:
+            n = min(bsize, j.opt.iterations - done)
+            (child_ns, wall), inc = pair("timed", done, n, index)
+            fig = timing.cross_check(child_ns, wall, overhead)
+            figures.append(fig)
+            flagged += fig.flagged
+            samples.extend(fig.samples_ns)
+            if inc is not None:
+                ifig = timing.cross_check(inc[0], inc[1], inc_overhead)
+                res["flagged"] += ifig.flagged
+                res["samples"].extend(ifig.samples_ns)
+                a_med, b_med = _median(fig.samples_ns), _median(ifig.samples_ns)
+                if a_med > 0 and math.isfinite(b_med):
+                    res["ratios"].append(b_med / a_med)
+            done += n
+            index += 1
+        return samples, flagged, figures, overhead
+
+    # --- the document ---------------------------------------------------------------
+    def case_fields(self, case, med_ns=None, work=None):
+        """`incumbent` and `speedup` for one case document."""
+        res = self.results.get(case.id)
+        inc = {"status": "error", "correct": False, "median_us": None, "spread": None, "samples": 0,
+               "metrics": {}, "message": ""}
+        if res is None:
+            inc["status"] = "error" if self.error else "skipped"
+            inc["message"] = self.error or "not timed: the submission failed this case before its timed batches"
+            return {"incumbent": inc, "speedup": None}
+        inc["status"] = res["status"]
+        inc["correct"] = res["status"] == "ok"
+        msgs = list(res["messages"])
+        if not res["samples"] and res["status"] == "ok":
+            inc["status"], inc["correct"] = "skipped", False
+            msgs.append("not timed: the submission failed this case during its warm-up or timed batches")
+        if res["flagged"]:
+            msgs.append("%d timed batches of the incumbent used the judge-derived time" % res["flagged"])
+        speedup = None
+        if res["samples"]:
+            imed, ispread = timing.summarise(res["samples"])
+            inc["median_us"] = _clean(imed / 1e3)
+            inc["spread"] = _clean(ispread)
+            inc["samples"] = len(res["samples"])
+            if work is not None and imed > 0:
+                value = timing.metric_value(self.j.task.metric, work, imed / 1e9)
+                inc["metrics"] = {k: _clean(v) for k, v in self.j._metrics(case, value, imed).items()}
+            if res["status"] in ("ok", "incorrect") and med_ns and med_ns > 0 and res["ratios"]:
+                rmed, rspread = timing.summarise(res["ratios"])
+                speedup = {"value": _clean(imed / med_ns), "ratio_median": _clean(rmed),
+                           "spread": _clean(rspread), "pairs": len(res["ratios"])}
+                msgs.append("speed-up over the incumbent %.3fx (per-pair ratios: median %.3f, spread %.3f, %d pairs)"
+                            % (imed / med_ns, rmed, rspread if math.isfinite(rspread) else float("nan"), len(res["ratios"])))
+        inc["message"] = "; ".join(msgs)
+        return {"incumbent": inc, "speedup": speedup}

@@ -1,0 +1,127 @@
+// `kzoo worker`: run graded jobs from a data directory (worker/worker.hpp).
+// Exit codes: with --once, 0 when a job was accepted or nothing was queued,
+// 1 when the job was rejected or failed, 2 on usage or I/O errors; without
+// --once it runs until SIGINT/SIGTERM and exits 0.
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "kzoo/cli/command.hpp"
+#include "kzoo/server/config.hpp"
+#include "kzoo/worker/worker.hpp"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+std::string env_or(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+// The submission's bytes reach our logs (judge stderr, reasons): no terminal escapes.
+std::string sanitise(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) out.push_back((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f ? '?' : static_cast<char>(c));
+  return out;
+}
+
+// The catalog root holds tasks/. `kzoo serve` names the catalog's kernel_data
+// root instead (KZOO_CATALOG there); accept that too and use its parent.
+std::string catalog_root(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(dir + "/tasks")) return dir;
+  auto parent = fs::path(dir).lexically_normal().parent_path().string();
+  if (fs::is_regular_file(dir + "/.kernel_data") && fs::is_directory(parent + "/tasks")) return parent;
+  return dir;
+}
+
+struct Args {
+  kzoo::worker::WorkerOptions o;
+  bool once = false;
+  int timeout_s = 1800;
+  int iterations = 0;
+  double min_gain = -1, noise_k = -1;
+};
+
+const bool registered = kzoo::cli::register_command(
+    "worker", "Run graded jobs: claim, grade in the sandbox against the incumbent, decide, commit accepted source",
+    [](CLI::App& sub) -> kzoo::cli::Runner {
+      auto a = std::make_shared<Args>();
+      auto env = kzoo::server::process_env();
+      a->o.data_dir = env("KZOO_DATA").value_or(kzoo::server::default_config(env).data_dir);
+      a->o.catalog_dir = env_or("KZOO_CATALOG", std::string(KZOO_SOURCE_DIR) + "/catalog");
+      a->o.judge_dir = env_or("KZOO_JUDGE_DIR", std::string(KZOO_SOURCE_DIR) + "/judge");
+      a->o.python = env_or("KZOO_PYTHON", "/usr/bin/python3");
+      sub.add_option("--data", a->o.data_dir, "data directory (kernel_data.git, state.db, uploads/); default $KZOO_DATA");
+      sub.add_option("--id", a->o.worker_id, "worker id (lease owner); default host:pid");
+      sub.add_option("--device", a->o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+      sub.add_flag("--once", a->once, "handle at most one job, then exit");
+      sub.add_option("--lease", a->o.lease_seconds, "lease in seconds, renewed every third of it")->check(CLI::Range(3, 86400));
+      sub.add_option("--catalog", a->o.catalog_dir, "catalog directory holding tasks/ (default $KZOO_CATALOG or the source tree's)");
+      sub.add_option("--judge-dir", a->o.judge_dir, "directory holding kzoo_judge/ (default $KZOO_JUDGE_DIR)");
+      sub.add_option("--python", a->o.python, "python interpreter inside the sandbox (default $KZOO_PYTHON or /usr/bin/python3)");
+      sub.add_option("--timeout", a->timeout_s, "benchmark.py wall-clock limit in seconds")->check(CLI::Range(1, 86400));
+      sub.add_option("--iterations", a->iterations, "timed iterations per case (KZOO_OPTIONS)")->check(CLI::Range(1, 1000000));
+      sub.add_option("--min-gain", a->min_gain, "smallest speed-up over the incumbent worth a commit (default 0.01)")
+          ->check(CLI::Range(0.0, 10.0));
+      sub.add_option("--noise-k", a->noise_k, "multiple of the A/B ratio spread the gain must clear (default 0.5)")
+          ->check(CLI::Range(0.0, 100.0));
+      sub.add_flag("--no-sandbox", [a](std::int64_t) { a->o.sandboxed = false; },
+                   "run without bubblewrap (tests and trusted code only)");
+      return [a] {
+        auto& o = a->o;
+        o.catalog_dir = catalog_root(o.catalog_dir);
+        o.timeout = std::chrono::seconds(a->timeout_s);
+        if (a->iterations > 0) o.iterations = a->iterations;
+        if (a->min_gain >= 0) o.policy.min_gain = a->min_gain;
+        if (a->noise_k >= 0) o.policy.noise_k = a->noise_k;
+        if (const char* j = std::getenv("KZOO_WORKER_JUDGE_OPTIONS"); j && *j) {
+          auto parsed = nlohmann::json::parse(j, nullptr, false);
+          if (!parsed.is_object()) {
+            std::cerr << "kzoo worker: KZOO_WORKER_JUDGE_OPTIONS is not a JSON object\n";
+            return kzoo::cli::kExitError;
+          }
+          o.judge_options = parsed;
+        }
+        o.log = [](std::string_view line) { std::cerr << "kzoo worker: " << sanitise(line) << "\n"; };
+        auto w = kzoo::worker::Worker::open(o);
+        if (!w) {
+          std::cerr << "kzoo worker: " << w.error().message << "\n";
+          return kzoo::cli::kExitError;
+        }
+        if (a->once) {
+          auto r = (*w)->run_once();
+          if (!r) {
+            std::cerr << "kzoo worker: " << r.error().message << "\n";
+            return kzoo::cli::kExitError;
+          }
+          if (!*r) {
+            std::cerr << "kzoo worker: nothing queued\n";
+            return kzoo::cli::kExitOk;
+          }
+          const auto& rep = **r;
+          nlohmann::json j{{"job_id", rep.job_id},
+                           {"submission_id", rep.submission_id},
+                           {"outcome", kzoo::store::to_string(kzoo::store::to_state(rep.outcome))},
+                           {"completed", rep.completed},
+                           {"accepted_commit", rep.accepted_commit},
+                           {"evidence_commit", rep.evidence_commit},
+                           {"reused_commit", rep.reused_commit},
+                           {"reasons", rep.reasons}};
+          std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+          return rep.completed && rep.outcome == kzoo::store::Outcome::accepted ? kzoo::cli::kExitOk : kzoo::cli::kExitInvalid;
+        }
+        std::signal(SIGINT, on_signal);
+        std::signal(SIGTERM, on_signal);
+        std::cerr << "kzoo worker: " << (*w)->options().worker_id << " serving " << o.data_dir << "\n";
+        auto n = (*w)->run_loop(g_stop);
+        std::cerr << "kzoo worker: stopped after " << n << " job(s)\n";
+        return kzoo::cli::kExitOk;
+      };
+    });
+
+}  // namespace

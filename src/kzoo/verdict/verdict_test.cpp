@@ -1,0 +1,217 @@
+// The accept policy, rule by rule, on crafted benchmark documents.
+#include "kzoo/verdict/verdict.hpp"
+
+#include <gtest/gtest.h>
+
+namespace kzoo::verdict {
+namespace {
+
+using nlohmann::json;
+
+// A correct case of the submission; with `speedup` > 0, the A/B figures too.
+json ok_case(const std::string& id, double speedup = 0, double spread = 0.01, const std::string& inc_status = "ok") {
+  json c{{"test_case_id", id}, {"status", "ok"}, {"correct", true}, {"error_rel", 1e-7},
+         {"metrics", {{"GB/s", 100.0}, {"time_us", 10.0}}}, {"samples", 100}, {"spread", 0.02},
+         {"gates", {{"library-calls", {{"value", 0}, {"limit", 0}, {"pass", true}}}}}, {"message", "fine"}};
+  if (speedup > 0) {
+    c["incumbent"] = {{"status", inc_status}, {"correct", inc_status == "ok"}, {"median_us", 10.0 * speedup},
+                      {"spread", 0.02}, {"samples", 100}, {"metrics", {{"GB/s", 100.0 / speedup}}},
+                      {"message", inc_status == "ok" ? "" : "the incumbent is incorrect: call 0: off by 3"}};
+    c["speedup"] = {{"value", speedup}, {"ratio_median", speedup}, {"spread", spread}, {"pairs", 10}};
+  }
+  return c;
+}
+
+json doc_of(json cases, bool accept = true, bool build_ok = true) {
+  return json{{"schema_version", "1"}, {"kernel_id", "cpu/x/y/fp32/k"}, {"ran_at", "2026-01-01T00:00:00Z"},
+              {"runner_id", "t"}, {"arch", "cpu"},
+              {"overall", {{"accept", accept}, {"accept_reason", accept ? "all correct" : "case a: incorrect"},
+                           {"build_ok", build_ok}}},
+              {"cases", std::move(cases)}};
+}
+
+bool mentions(const Verdict& v, const std::string& what) {
+  for (const auto& r : v.reasons)
+    if (r.find(what) != std::string::npos) return true;
+  return false;
+}
+
+TEST(Verdict, FirstSubmissionIsAcceptedWhenCorrect) {
+  auto v = decide(doc_of({ok_case("a"), ok_case("b")}), /*has_incumbent=*/false);
+  EXPECT_EQ(v.outcome, Outcome::accepted) << v.summary;
+  EXPECT_TRUE(v.reasons.empty());
+  EXPECT_FALSE(v.geomean_speedup);
+  EXPECT_NE(v.summary.find("first source"), std::string::npos);
+  ASSERT_EQ(v.cases.size(), 2u);
+  EXPECT_EQ(v.cases[0].metrics["GB/s"], 100.0);
+}
+
+TEST(Verdict, BuildFailureIsRejected) {
+  auto d = doc_of({ok_case("a")}, false, /*build_ok=*/false);
+  d["overall"]["accept_reason"] = "importing the submission failed: SyntaxError";
+  auto v = decide(d, false);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+  EXPECT_TRUE(mentions(v, "build failed")) << v.summary;
+  EXPECT_TRUE(mentions(v, "SyntaxError"));
+}
+
+TEST(Verdict, NoCasesIsRejected) {
+  auto v = decide(doc_of(json::array()), false);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+  EXPECT_TRUE(mentions(v, "no test cases"));
+}
+
+TEST(Verdict, AnIncorrectCaseIsRejectedWhateverTheSpeed) {
+  auto bad = ok_case("b", 5.0);
+  bad["status"] = "incorrect";
+  bad["correct"] = false;
+  bad["message"] = "timed 0/3: relative error 0.2 > 1e-05";
+  auto v = decide(doc_of({ok_case("a", 5.0), bad}, false), true);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+  EXPECT_TRUE(mentions(v, "case b: incorrect, not correct (timed 0/3"));
+}
+
+TEST(Verdict, ErrorAndTimeoutCasesAreRejected) {
+  for (const char* status : {"error", "timeout"}) {
+    auto c = ok_case("a");
+    c["status"] = status;
+    c["correct"] = false;
+    auto v = decide(doc_of({c}, false), false);
+    EXPECT_EQ(v.outcome, Outcome::rejected) << status;
+    EXPECT_TRUE(mentions(v, std::string("case a: ") + status)) << status;
+  }
+}
+
+TEST(Verdict, AStatusOkButNotCorrectIsStillRejected) {
+  auto c = ok_case("a");
+  c["correct"] = nullptr;  // not checked
+  auto v = decide(doc_of({c}), false);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+  EXPECT_TRUE(mentions(v, "not correct"));
+}
+
+TEST(Verdict, AFailedGateIsRejected) {
+  auto c = ok_case("a", 3.0);
+  c["gates"]["roofline"] = {{"value", 1.0}, {"limit", 250.0}, {"pass", false}};
+  auto v = decide(doc_of({c}, false), true);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+  EXPECT_TRUE(mentions(v, "gate roofline failed (value 1.0, limit 250.0)"));
+}
+
+TEST(Verdict, TheJudgesOwnRejectionIsHonouredEvenIfNoRuleHereSeesWhy) {
+  auto v = decide(doc_of({ok_case("a")}, /*accept=*/false), false);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+  EXPECT_TRUE(mentions(v, "the judge did not accept"));
+}
+
+TEST(Verdict, FasterThanTheIncumbentBeyondTheNoiseIsAccepted) {
+  auto v = decide(doc_of({ok_case("a", 1.5, 0.05), ok_case("b", 1.2, 0.05)}), true);
+  EXPECT_EQ(v.outcome, Outcome::accepted) << v.summary;
+  ASSERT_TRUE(v.geomean_speedup);
+  EXPECT_NEAR(*v.geomean_speedup, std::sqrt(1.5 * 1.2), 1e-12);
+  EXPECT_NEAR(*v.required_speedup, 1.025, 1e-12);  // 1 + max(0.01, 0.5 * 0.05)
+}
+
+TEST(Verdict, AGainBelowMinGainIsRejected) {
+  auto v = decide(doc_of({ok_case("a", 1.005, 0.001)}), true);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+  EXPECT_TRUE(mentions(v, "not faster than the incumbent by more than the noise"));
+  EXPECT_NEAR(*v.required_speedup, 1.01, 1e-12);
+}
+
+TEST(Verdict, AGainInsideTheNoiseIsRejected) {
+  // 8% faster, but the per-pair ratios spread by 30%: bar 1 + 0.5 * 0.3 = 1.15.
+  auto v = decide(doc_of({ok_case("a", 1.08, 0.30)}), true);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+  EXPECT_NEAR(*v.required_speedup, 1.15, 1e-12);
+  // The same gain with a tight spread passes.
+  EXPECT_EQ(decide(doc_of({ok_case("a", 1.08, 0.02)}), true).outcome, Outcome::accepted);
+}
+
+TEST(Verdict, TheNoisiestCaseSetsTheBar) {
+  auto v = decide(doc_of({ok_case("a", 1.3, 0.01), ok_case("b", 1.3, 0.8)}), true);
+  EXPECT_NEAR(*v.required_speedup, 1.4, 1e-12);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+}
+
+TEST(Verdict, ASlowerCaseCanBeOutweighedInTheGeometricMean) {
+  auto v = decide(doc_of({ok_case("a", 2.0), ok_case("b", 0.9)}), true);
+  EXPECT_EQ(v.outcome, Outcome::accepted) << v.summary;
+  EXPECT_NEAR(*v.geomean_speedup, std::sqrt(1.8), 1e-12);
+}
+
+TEST(Verdict, SlowerThanTheIncumbentIsRejected) {
+  auto v = decide(doc_of({ok_case("a", 0.7)}), true);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+  EXPECT_TRUE(mentions(v, "0.7000x"));
+}
+
+TEST(Verdict, PolicyIsConfigurable) {
+  Policy strict{0.10, 0.0};
+  EXPECT_EQ(decide(doc_of({ok_case("a", 1.08)}), true, strict).outcome, Outcome::rejected);
+  Policy lax{0.0, 0.0};
+  EXPECT_EQ(decide(doc_of({ok_case("a", 1.001)}), true, lax).outcome, Outcome::accepted);
+}
+
+TEST(Verdict, MissingComparisonWithAnIncumbentFailsClosed) {
+  auto c = ok_case("a", 3.0);
+  c["incumbent"]["status"] = "error";
+  c["incumbent"]["message"] = "the incumbent failed: the child was killed by signal 9";
+  c["speedup"] = nullptr;
+  auto v = decide(doc_of({c}), true);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+  EXPECT_TRUE(mentions(v, "no A/B comparison with the incumbent (incumbent error: the incumbent failed: the child"));
+  EXPECT_FALSE(v.geomean_speedup);
+}
+
+TEST(Verdict, AJudgeRunWithoutTheOptionCannotBeatAnIncumbent) {
+  auto v = decide(doc_of({ok_case("a")}), true);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+  EXPECT_TRUE(mentions(v, "without incumbent_src"));
+}
+
+TEST(Verdict, AnUnmeasurableSpreadCountsAsNoisy) {
+  auto c = ok_case("a", 1.3);
+  c["speedup"]["spread"] = nullptr;  // one pair only
+  auto v = decide(doc_of({c}), true);
+  EXPECT_NEAR(*v.required_speedup, 1.5, 1e-12);
+  EXPECT_EQ(v.outcome, Outcome::rejected);
+}
+
+TEST(Verdict, AnIncorrectIncumbentIsReportedAndDoesNotBlock) {
+  auto v = decide(doc_of({ok_case("a", 1.5, 0.01, "incorrect")}), true);
+  EXPECT_EQ(v.outcome, Outcome::accepted) << v.summary;
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_NE(v.notes[0].find("the incumbent is incorrect"), std::string::npos);
+  // ...but it does not waive the speed rule: its times still count.
+  EXPECT_EQ(decide(doc_of({ok_case("a", 0.9, 0.01, "incorrect")}), true).outcome, Outcome::rejected);
+}
+
+TEST(Verdict, NonsenseSpeedupsAreNotTrusted) {
+  for (json bad : {json(-2.0), json(0.0), json("fast"), json(nullptr)}) {
+    auto c = ok_case("a", 2.0);
+    c["speedup"]["value"] = bad;
+    EXPECT_EQ(decide(doc_of({c}), true).outcome, Outcome::rejected) << bad.dump();
+  }
+}
+
+TEST(Verdict, MalformedDocumentsAreRejectedNotCrashed) {
+  for (json d : {json(nullptr), json::array(), json{{"overall", 3}}, json{{"cases", "x"}, {"overall", json::object()}}}) {
+    auto v = decide(d, true);
+    EXPECT_EQ(v.outcome, Outcome::rejected) << d.dump();
+    EXPECT_FALSE(v.reasons.empty());
+  }
+}
+
+TEST(Verdict, JsonCarriesTheFigures) {
+  auto j = decide(doc_of({ok_case("a", 1.5, 0.04)}), true).to_json();
+  EXPECT_EQ(j["outcome"], "accepted");
+  EXPECT_DOUBLE_EQ(j["geomean_speedup"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(j["required_speedup"].get<double>(), 1.02);
+  EXPECT_EQ(j["cases"][0]["incumbent_status"], "ok");
+  EXPECT_DOUBLE_EQ(j["cases"][0]["ratio_spread"].get<double>(), 0.04);
+  EXPECT_TRUE(j["reasons"].empty());
+}
+
+}  // namespace
+}  // namespace kzoo::verdict

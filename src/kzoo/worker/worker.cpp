@@ -1,0 +1,404 @@
+#include "kzoo/worker/worker.hpp"
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "kzoo/format/json_text.hpp"
+#include "kzoo/format/yaml_json.hpp"
+#include "kzoo/package/inspect.hpp"
+#include "kzoo/package/tarball.hpp"
+#include "kzoo/runner/grade.hpp"
+#include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/worker/bench_result.hpp"
+
+namespace kzoo::worker {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// A job's own trouble (the submission) versus ours (infrastructure).
+struct JobFailure {
+  store::Outcome outcome;
+  std::string reason;
+};
+
+std::string tail(const std::string& s, std::size_t n = 2000) { return s.size() > n ? s.substr(s.size() - n) : s; }
+
+std::string host_name() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf[0] ? buf : "localhost";
+}
+
+Result<std::string> read_small(const std::string& path, std::size_t cap) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail("cannot read " + path + ": " + std::strerror(errno));
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (s.size() > cap) return fail(path + " is larger than " + std::to_string(cap) + " bytes");
+  return s;
+}
+
+// desc.yaml's {kind: task, ref: NAME} -> catalog/tasks/NAME/task.json.
+Result<std::string> task_file(const json& desc, const std::string& catalog, const std::string& kernel_id) {
+  static const std::regex kName("^[A-Za-z0-9._-]+$");
+  if (desc.is_object() && desc.contains("reference_sources") && desc["reference_sources"].is_array())
+    for (const auto& s : desc["reference_sources"])
+      if (s.is_object() && s.value("kind", "") == "task" && s.contains("ref") && s["ref"].is_string()) {
+        std::string ref = s["ref"];
+        if (!std::regex_match(ref, kName) || ref == "." || ref == "..")
+          return fail(fmt::format("{}/.kernel_package/desc.yaml names the task '{}', which is not a task name", kernel_id, ref));
+        std::string p = catalog + "/tasks/" + ref + "/task.json";
+        if (!fs::is_regular_file(p))
+          return fail(fmt::format("the task '{}' of {} is not in the catalog ({} is missing): pass --catalog", ref, kernel_id, p));
+        return p;
+      }
+  return fail(kernel_id + "/.kernel_package/desc.yaml at HEAD names no task (reference_sources: [{kind: task, ref: NAME}])");
+}
+
+// The files of `tree` under `prefix` ("src/"), kept with their paths.
+package::PackageTree subtree(const package::PackageTree& tree, const std::string& prefix) {
+  package::PackageTree out;
+  for (const auto& f : tree.files)
+    if (f.path.rfind(prefix, 0) == 0) out.files.push_back(f);
+  for (const auto& d : tree.dirs)
+    if (d.rfind(prefix, 0) == 0 || d + "/" == prefix) out.dirs.push_back(d);
+  return out;
+}
+
+// git refuses '<', '>' and newlines in names; the server already refuses spaces.
+std::string person_name(std::string s) {
+  for (char& c : s)
+    if (c == '<' || c == '>' || c == '\n' || c == '\r' || static_cast<unsigned char>(c) < 0x20) c = '_';
+  return s.empty() ? "anonymous" : s;
+}
+
+std::string commit_message(const store::Submission& sub, const store::Job& job, const verdict::Verdict& v,
+                           const std::string& evidence) {
+  std::string summary = sub.summary;
+  for (char& c : summary)
+    if (c == '\r') c = '\n';
+  std::string first = summary.substr(0, summary.find('\n'));
+  if (first.find_first_not_of(" \t") == std::string::npos) first = "accepted submission " + std::to_string(sub.id);
+  if (first.size() > 120) first = first.substr(0, 117) + "...";
+  std::string m = sub.kernel_id + ": " + first + "\n\n";
+  if (summary.find_first_not_of(" \t\n") != std::string::npos) m += summary + "\n\n";
+  m += "Submitter: " + sub.submitter_id + "\n" + v.summary + "\n";
+  for (const auto& c : v.cases) {
+    m += "  " + c.test_case_id + ":";
+    if (c.metrics.is_object())
+      for (const auto& [k, x] : c.metrics.items())
+        if (x.is_number()) m += fmt::format(" {}={:.6g}", k, x.get<double>());
+    if (c.speedup) m += fmt::format(" speedup={:.4f}x", *c.speedup);
+    m += "\n";
+  }
+  m += fmt::format("\nKzoo-Job: {}\nKzoo-Submission: {}\nKzoo-Evidence: {}\n", job.id, sub.id, evidence);
+  return m;
+}
+
+// Extends the lease every lease/3 s on its own connection until stopped;
+// remembers when the store refuses (the lease is lost).
+class Heartbeat {
+ public:
+  Heartbeat(const std::string& db_path, std::int64_t job, std::string worker, int lease, std::function<void(std::string)> log)
+      : thread_([=, this] { loop(db_path, job, worker, lease, log); }) {}
+  ~Heartbeat() {
+    {
+      std::lock_guard<std::mutex> g(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  bool lost() const { return lost_.load(); }
+
+ private:
+  void loop(const std::string& db_path, std::int64_t job, const std::string& worker, int lease,
+            const std::function<void(std::string)>& log) {
+    auto db = store::open_sqlite_state_db(db_path);
+    if (!db) {
+      log("heartbeat: cannot open the state database: " + db.error().message);
+      return;
+    }
+    auto period = std::chrono::milliseconds(std::max(200, lease * 1000 / 3));
+    std::unique_lock<std::mutex> lk(m_);
+    while (!cv_.wait_for(lk, period, [&] { return stop_; })) {
+      auto r = (*db)->heartbeat(job, worker, lease);
+      if (!r && (r.error().kind == store::StateError::not_holder || r.error().kind == store::StateError::wrong_state)) {
+        lost_ = true;
+        log(fmt::format("job {}: lease lost ({})", job, r.error().message));
+        return;
+      }
+      if (!r) log(fmt::format("job {}: heartbeat failed, will retry: {}", job, r.error().message));
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<bool> lost_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+Result<std::string> find_job_commit(const store::KernelRepo& repo, const std::string& kernel_id, std::int64_t job_id,
+                                    std::size_t scan) {
+  auto h = repo.history(kernel_id, scan);
+  if (!h) return tl::unexpected(h.error());
+  const std::string trailer = "\nKzoo-Job: " + std::to_string(job_id) + "\n";
+  for (const auto& c : *h) {
+    std::string msg = c.message;
+    if (msg.empty() || msg.back() != '\n') msg += '\n';
+    if (msg.find(trailer) != std::string::npos) return c.id;
+  }
+  return std::string();
+}
+
+Worker::Worker(WorkerOptions o, std::unique_ptr<store::StateDb> db, store::KernelRepo repo)
+    : o_(std::move(o)), db_(std::move(db)), repo_(std::move(repo)) {}
+Worker::~Worker() = default;
+
+Result<std::unique_ptr<Worker>> Worker::open(WorkerOptions o) {
+  if (o.device != "cpu" && o.device != "cuda") return fail("unknown device '" + o.device + "': use cpu or cuda");
+  if (o.lease_seconds < 3 || o.lease_seconds > 86400) return fail("--lease must be between 3 and 86400 seconds");
+  if (o.worker_id.empty()) o.worker_id = host_name() + ":" + std::to_string(::getpid());
+  const std::string db_path = o.data_dir + "/state.db", repo_dir = o.data_dir + "/kernel_data.git";
+  if (!fs::is_directory(repo_dir) || !fs::is_regular_file(db_path))
+    return fail(o.data_dir + " is not a kzoo data directory (no kernel_data.git and state.db): run `kzoo init` or pass --data");
+  auto db = store::open_sqlite_state_db(db_path);
+  if (!db) return fail("cannot open " + db_path + ": " + db.error().message);
+  auto repo = store::KernelRepo::open(repo_dir);
+  if (!repo) return fail("cannot open " + repo_dir + ": " + repo.error().message);
+  return std::unique_ptr<Worker>(new Worker(std::move(o), std::move(*db), std::move(*repo)));
+}
+
+void Worker::say(const std::string& line) const {
+  if (o_.log) o_.log(line);
+}
+
+Result<std::optional<JobReport>> Worker::run_once() {
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+  if (auto r = db_->requeue_expired(now.count()); r) {
+    for (const auto& q : *r)
+      say(fmt::format("job {}: lease of {} expired, now {}", q.job_id, q.lost_owner, store::to_string(q.now)));
+  } else {
+    say("requeue_expired failed: " + r.error().message);
+  }
+  auto claimed = db_->claim_job(o_.worker_id, o_.lease_seconds);
+  if (!claimed) return fail("claiming a job failed: " + claimed.error().message);
+  if (!*claimed) return std::optional<JobReport>();
+  return std::optional<JobReport>(process(**claimed));
+}
+
+std::int64_t Worker::run_loop(const std::atomic<bool>& stop, std::chrono::milliseconds idle) {
+  std::int64_t handled = 0;
+  while (!stop.load()) {
+    auto r = run_once();
+    if (r && *r) {
+      ++handled;
+      continue;
+    }
+    if (!r) say(r.error().message);
+    for (auto slept = std::chrono::milliseconds(0); slept < idle && !stop.load(); slept += std::chrono::milliseconds(100))
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return handled;
+}
+
+JobReport Worker::process(const store::Job& job) {
+  JobReport rep;
+  rep.job_id = job.id;
+  rep.submission_id = job.submission_id;
+  say(fmt::format("job {}: claimed (submission {}, attempt {}/{})", job.id, job.submission_id, job.attempts, job.max_attempts));
+  Heartbeat hb(o_.data_dir + "/state.db", job.id, o_.worker_id, o_.lease_seconds, [this](std::string s) { say(s); });
+
+  store::Completion done;
+  json result = json::object();
+  std::string kernel_id;
+  try {
+    auto sub = db_->get_submission(job.submission_id);
+    if (!sub) throw JobFailure{store::Outcome::failed, "cannot read submission: " + sub.error().message};
+    kernel_id = sub->kernel_id;
+
+    // A commit by an earlier holder of this job that died before completing.
+    auto earlier = find_job_commit(repo_, kernel_id, job.id, o_.history_scan);
+    if (!earlier) throw JobFailure{store::Outcome::failed, "cannot search the history of " + kernel_id + ": " + earlier.error().message};
+    if (!earlier->empty()) {
+      say(fmt::format("job {}: already committed as {} by an earlier holder; completing with it", job.id, *earlier));
+      auto ev = repo_.read_job_evidence(std::to_string(job.id));
+      json v = json::object();
+      if (ev && ev->count("verdict.json"))
+        if (auto p = format::parse_json(ev->at("verdict.json"), "verdict.json"); p) v = *p;
+      done.outcome = store::Outcome::accepted;
+      done.accepted_commit = *earlier;
+      done.verdict = v;
+      result["recovered"] = true;
+      result["accepted_commit"] = *earlier;
+      rep.reused_commit = true;
+      throw done;  // straight to completion
+    }
+
+    // 1. The submission, read as the kernel it claims to be.
+    auto tar = package::read_package_tarball(sub->package_path, kernel_id);
+    if (!tar) throw JobFailure{store::Outcome::failed, "cannot read the uploaded package: " + tar.error().message};
+    Violations bad = tar->violations;
+    if (bad.empty()) {
+      auto insp = package::inspect_tree(tar->tree, kernel_id, sub->package_path);
+      bad = insp.violations;
+    }
+    if (!bad.empty()) {
+      std::string why = fmt::format("the package breaks {} rule(s); first: {}", bad.size(), to_string(bad.front()));
+      result["violations"] = to_json(bad);
+      throw JobFailure{store::Outcome::rejected, why};
+    }
+
+    // 2. The trusted harness and the incumbent, from one commit.
+    auto base = repo_.head();
+    if (!base) throw JobFailure{store::Outcome::failed, base.error().message};
+    auto trusted = repo_.read_package(kernel_id, *base);
+    if (!trusted) throw JobFailure{store::Outcome::failed, "the repository has no package " + kernel_id + ": " + trusted.error().message};
+    package::PackageTree incumbent = subtree(*trusted, "src/");
+    const bool has_incumbent = !incumbent.files.empty();
+    auto* desc_file = trusted->find(".kernel_package/desc.yaml");
+    auto* bench_file = trusted->find(".kernel_package/benchmark.py");
+    if (!desc_file || !bench_file) throw JobFailure{store::Outcome::failed, kernel_id + " at HEAD lacks its harness files"};
+    auto desc = format::parse_yaml(desc_file->content, kernel_id + "/.kernel_package/desc.yaml");
+    if (!desc) throw JobFailure{store::Outcome::failed, to_string(desc.error())};
+    auto trusted_insp = package::inspect_tree(*trusted, kernel_id, "kernel_data:" + kernel_id);
+
+    // 3. The task.
+    auto tpath = task_file(*desc, o_.catalog_dir, kernel_id);
+    if (!tpath) throw JobFailure{store::Outcome::failed, tpath.error().message};
+    auto task_text = read_small(*tpath, 8u << 20);
+    if (!task_text) throw JobFailure{store::Outcome::failed, task_text.error().message};
+
+    // 4. W, the incumbent beside it, the sandboxed run.
+    std::string tmpl = fs::temp_directory_path().string() + "/kzoo-job-" + std::to_string(job.id) + "-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) throw JobFailure{store::Outcome::failed, std::string("mkdtemp: ") + std::strerror(errno)};
+    struct Cleanup {
+      std::string p;
+      ~Cleanup() { std::error_code ec; fs::remove_all(p, ec); }
+    } cleanup{tmpl};
+    fs::permissions(tmpl, fs::perms(0755));  // the sandbox uid must reach W
+    auto w = runner::lay_out_workdir(tmpl + "/w", *trusted, tar->tree, *task_text);
+    if (!w) throw JobFailure{store::Outcome::failed, w.error().message};
+    runner::GradeOptions g;
+    g.device = o_.device;
+    g.catalog_dir = o_.catalog_dir;
+    g.judge_dir = o_.judge_dir;
+    g.python = o_.python;
+    g.timeout = o_.timeout;
+    g.iterations = o_.iterations;
+    g.runner_id = o_.worker_id;
+    g.memory_bytes = o_.memory_bytes;
+    g.sandboxed = o_.sandboxed;
+    g.judge_options = o_.judge_options.is_object() ? o_.judge_options : json::object();
+    if (has_incumbent) {
+      const std::string inc_dir = w->root + "/.kzoo/incumbent";
+      if (auto r = package::write_tree(incumbent, inc_dir); !r)
+        throw JobFailure{store::Outcome::failed, "cannot lay out the incumbent: " + r.error().message};
+      g.judge_options["incumbent_src"] = inc_dir + "/src";
+      // Read-only inside: the submission runs first in W and must not edit what it is compared with.
+      g.extra_ro_binds.push_back({inc_dir, std::string(runner::kSandboxWorkdir) + "/.kzoo/incumbent"});
+    }
+    say(fmt::format("job {}: grading {} ({}, {})", job.id, kernel_id, has_incumbent ? "A/B against the incumbent at " + base->substr(0, 12) : "no incumbent", o_.device));
+    auto graded = runner::grade_workdir(*w, kernel_id, g);
+
+    // 5. Evidence, whatever happened.
+    verdict::Verdict v;
+    if (graded.document.is_object()) v = verdict::decide(graded.document, has_incumbent, o_.policy);
+    json run{{"status", runner::to_string(graded.status)}, {"reason", graded.reason}, {"warnings", graded.warnings},
+             {"violations", to_json(graded.violations)}, {"worker", o_.worker_id}, {"job", job.id},
+             {"base_commit", *base}, {"had_incumbent", has_incumbent}, {"device", o_.device}};
+    std::map<std::string, std::string> files{
+        {"run.json", run.dump(2, ' ', false, json::error_handler_t::replace) + "\n"},
+        {"stderr.log", graded.stderr_tail}};
+    if (graded.document.is_object())
+      files["benchmark_output.json"] = graded.document.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+    if (graded.document.is_object()) files["verdict.json"] = v.to_json().dump(2) + "\n";
+    auto evidence = repo_.record_job_evidence(std::to_string(job.id), files,
+                                              fmt::format("evidence of job {} (submission {})", job.id, sub->id));
+    if (!evidence) throw JobFailure{store::Outcome::failed, "cannot record evidence: " + evidence.error().message};
+    rep.evidence_commit = *evidence;
+    result["evidence_commit"] = *evidence;
+    result["run"] = run;
+    if (graded.document.is_object()) result["benchmark_output"] = graded.document;
+
+    // 6. Decide.
+    if (graded.status == runner::GradeStatus::error)
+      throw JobFailure{store::Outcome::failed, graded.reason + (graded.stderr_tail.empty() ? "" : "; stderr ends:\n" + tail(graded.stderr_tail))};
+    if (!graded.document.is_object())
+      throw JobFailure{store::Outcome::rejected, graded.reason};
+    done.verdict = v.to_json();
+    if (v.outcome == verdict::Outcome::rejected) {
+      done.outcome = store::Outcome::rejected;
+      done.reasons = v.reasons;
+      throw done;
+    }
+    if (hb.lost()) throw JobFailure{store::Outcome::failed, "lease lost before commit"};
+    // The comparison was made against the source at `base`: if another accept
+    // changed it meanwhile, this result says nothing about the new source.
+    auto now_pkg = repo_.read_package(kernel_id);
+    if (!now_pkg) throw JobFailure{store::Outcome::failed, now_pkg.error().message};
+    auto now_src = subtree(*now_pkg, "src/");
+    bool same = now_src.files.size() == incumbent.files.size();
+    for (std::size_t i = 0; same && i < now_src.files.size(); ++i)
+      same = now_src.files[i].path == incumbent.files[i].path && now_src.files[i].content == incumbent.files[i].content;
+    if (!same)
+      throw JobFailure{store::Outcome::failed, "the package's source changed while this job ran (another submission was accepted); "
+                                               "resubmit to be compared with the new source"};
+    // Refuse to commit unless we still hold the lease right now.
+    if (auto r = db_->heartbeat(job.id, o_.worker_id, o_.lease_seconds); !r)
+      throw JobFailure{store::Outcome::failed, "lease lost before commit: " + r.error().message};
+    auto directions = directions_from_metas(trusted_insp.metas);
+    const json doc = graded.document;
+    const std::string ev = *evidence, now_iso = utc_now_iso();
+    store::BenchResultUpdate update = [&](const std::string& current) {
+      return next_bench_result(current, kernel_id, doc, directions, ev, now_iso);
+    };
+    auto acc = repo_.accept(kernel_id, subtree(tar->tree, "src/"), update, commit_message(*sub, job, v, ev),
+                            store::Person{person_name(sub->submitter_id), ""});
+    if (!acc) throw JobFailure{store::Outcome::failed, "cannot commit the accepted source: " + acc.error().message};
+    say(fmt::format("job {}: accepted as {} ({})", job.id, acc->commit, v.summary));
+    done.outcome = store::Outcome::accepted;
+    done.accepted_commit = acc->commit;
+    done.reasons = v.notes;
+    result["accepted_commit"] = acc->commit;
+  } catch (store::Completion& c) {
+    done = std::move(c);
+  } catch (JobFailure& f) {
+    done.outcome = f.outcome;
+    done.reasons = {f.reason};
+    if (done.verdict.is_null())
+      done.verdict = json{{"outcome", store::to_string(store::to_state(f.outcome))}, {"summary", f.reason}, {"reasons", {f.reason}}};
+  } catch (const std::exception& e) {
+    done = store::Completion{};
+    done.outcome = store::Outcome::failed;
+    done.reasons = {std::string("internal error: ") + e.what()};
+  }
+  done.result = result;
+  rep.outcome = done.outcome;
+  rep.reasons = done.reasons;
+  rep.accepted_commit = done.accepted_commit;
+  auto c = db_->complete(job.id, o_.worker_id, done);
+  if (!c) {
+    // Never complete a job we no longer hold: the store refused; someone else has it.
+    say(fmt::format("job {}: not completed, the store refused ({}): {}", job.id, store::to_string(c.error().kind), c.error().message));
+    return rep;
+  }
+  rep.completed = true;
+  say(fmt::format("job {}: {}{}", job.id, store::to_string(store::to_state(done.outcome)),
+                  done.reasons.empty() ? "" : " — " + tail(done.reasons.front(), 300)));
+  return rep;
+}
+
+}  // namespace kzoo::worker

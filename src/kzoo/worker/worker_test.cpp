@@ -1,0 +1,323 @@
+// kzoo worker end to end: a data directory made like `kzoo init` does, a
+// catalog with one tiny softmax task, the REAL judge in the REAL sandbox (CPU
+// torch), submissions queued like the server queues them.
+#include "kzoo/worker/worker.hpp"
+
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kzoo/format/json_text.hpp"
+#include "kzoo/format/yaml_json.hpp"
+#include "kzoo/package/tarball.hpp"
+#include "kzoo/runner/test_support.hpp"
+#include "kzoo/server/data_dir.hpp"
+#include "kzoo/store/sqlite_state_db.hpp"
+
+namespace kzoo::worker {
+namespace {
+
+using nlohmann::json;
+using runner::testing::TempDir;
+using runner::testing::write_file;
+
+const char* kKernel = "cpu/softmax/tiny";
+
+const char* kTask = R"({
+  "name": "tiny-softmax", "family": "test",
+  "definition": {"entry_point": "softmax", "module": "kernel.py",
+    "inputs": [{"name": "x", "shape": ["R", "C"], "dtype": "float32"}],
+    "outputs": [{"name": "y", "shape": ["R", "C"], "dtype": "float32"}],
+    "reference": {"language": "python/pytorch",
+      "source": "import torch\ndef reference(x):\n    return torch.softmax(x.to(torch.float64), dim=-1).to(x.dtype)\n"}},
+  "workloads": {"synthetic": {"dims": ["R", "C"], "graded": [[4096, 4096]],
+    "correctness": [[3, 17], [8, 64]], "measure": [[64, 256]]}},
+  "grading": {"metric": "GB/s", "reward": {"kind": "absolute-uncapped", "canonical_work": "2*R*C*4"},
+    "tolerance": {"value": 1e-5, "comparator": "relative-frobenius"}}
+})";
+
+const char* kDesc = R"(schema_version: "1"
+name: tiny-softmax
+category: {arch: cpu, op_class: softmax, sub_class: rowwise, quant: fp32}
+summary: Row softmax for worker tests
+description: Softmax over the last dimension of a float32 matrix.
+io_signature:
+  - {name: x, direction: in, dtype: float32, shape: [R, C]}
+  - {name: y, direction: out, dtype: float32, shape: [R, C]}
+quantization: {scheme: none}
+reference_sources:
+  - {kind: task, ref: tiny-softmax}
+)";
+
+const char* kBenchmark = R"(KERNEL_ZOO_TEST_CASE_METAS = [
+    {"test_case_id": "g0", "params": {"workload": "synthetic", "shape": {"R": 4096, "C": 4096}},
+     "primary_metric": "GB/s",
+     "metrics": [{"name": "GB/s", "unit": "GB/s", "direction": "higher"},
+                 {"name": "time_us", "unit": "us", "direction": "lower"}],
+     "tolerance": {"correctness_atol": 1e-05, "correctness_rtol": 1e-05}},
+]
+if __name__ == "__main__":
+    from kzoo_judge.entry import run_package_benchmark
+    run_package_benchmark(KERNEL_ZOO_TEST_CASE_METAS)
+)";
+
+const char* kBuild = "from kzoo_judge.entry import build_test_env\nraise SystemExit(build_test_env())\n";
+
+// The incumbent: correct, and does the work forty times over in float64.
+const char* kSlow = R"(import torch
+def softmax(x):
+    y = None
+    for _ in range(40):
+        y = torch.softmax(x.to(torch.float64), dim=-1)
+    return y.to(x.dtype)
+)";
+const char* kFast = "import torch\ndef softmax(x):\n    return torch.softmax(x, dim=-1)\n";
+const char* kWrong = "import torch\ndef softmax(x):\n    return torch.softmax(x * 1.5, dim=-1)\n";
+
+package::PackageTree package_tree(const std::string& src, const std::string& bench_result = "") {
+  package::PackageTree t;
+  auto add = [&](std::string p, std::string c) { t.files.push_back({std::move(p), std::move(c), false}); };
+  add(".kernel_package/bench_result.yaml",
+      bench_result.empty() ? std::string("schema_version: \"1\"\nkernel_id: ") + kKernel + "\ncases: []\n" : bench_result);
+  add(".kernel_package/benchmark.py", kBenchmark);
+  add(".kernel_package/build_test_env.py", kBuild);
+  add(".kernel_package/desc.yaml", kDesc);
+  add("src/kernel.py", src);
+  t.dirs = {".kernel_package", "src"};
+  return t;
+}
+
+class WorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = runner::testing::bwrap_unusable_reason(); !why.empty()) GTEST_SKIP() << why;
+    write_file(root / "catalog/tasks/tiny-softmax/task.json", kTask);
+    write_file(root / "catalog/device_classes.json",
+               runner::testing::read_file(std::string(KZOO_SOURCE_DIR) + "/catalog/device_classes.json"));
+    write_file(root / "catalog/kernel_data/.kernel_data", "");
+    std::filesystem::create_directories(root / "catalog/kernel_data/cpu/softmax");
+    auto wrote = package::write_tree(package_tree(kSlow), root / (std::string("catalog/kernel_data/") + kKernel));
+    ASSERT_TRUE(wrote) << wrote.error().message;
+    auto d = server::init_data_dir(root / "data", root / "catalog/kernel_data", server::ServerConfig{});
+    ASSERT_TRUE(d) << d.error().message;
+    paths = *d;
+    auto db = store::open_sqlite_state_db(paths.state_db());
+    ASSERT_TRUE(db);
+    state = std::move(*db);
+    auto r = store::KernelRepo::open(paths.repo());
+    ASSERT_TRUE(r);
+    repo.emplace(std::move(*r));
+    o.data_dir = paths.root;
+    o.catalog_dir = root / "catalog";
+    o.judge_dir = std::string(KZOO_SOURCE_DIR) + "/judge";
+    o.worker_id = "test-worker";
+    o.lease_seconds = 30;
+    o.timeout = std::chrono::seconds(300);
+    o.memory_bytes = 4ull << 30;
+    o.judge_options = json{{"iterations", 12}, {"warmup", 2}, {"trials", 2}, {"batch", 4}};
+    o.log = [](std::string_view l) { std::cerr << "  worker: " << l << "\n"; };
+  }
+
+  // Queues a submission the way the server does: tarball under uploads/, row, job.
+  std::int64_t submit(const package::PackageTree& tree, const std::string& summary = "fused softmax") {
+    static int n = 0;
+    std::string path = paths.uploads() + "/test-" + std::to_string(++n) + ".tar.gz";
+    EXPECT_TRUE(package::write_package_tarball(tree, kKernel, path));
+    auto s = state->create_submission({kKernel, "alice", summary, path, std::string(64, 'a')});
+    EXPECT_TRUE(s) << (s ? "" : s.error().message);
+    auto j = state->enqueue(s->id);
+    EXPECT_TRUE(j);
+    return j->id;
+  }
+
+  JobReport run_one() {
+    auto w = Worker::open(o);
+    EXPECT_TRUE(w) << (w ? "" : w.error().message);
+    auto r = (*w)->run_once();
+    EXPECT_TRUE(r && *r) << (r ? "nothing queued" : r.error().message);
+    return r && *r ? **r : JobReport{};
+  }
+
+  std::string head() { return *repo->head(); }
+
+  TempDir root;
+  server::DataPaths paths;
+  std::unique_ptr<store::StateDb> state;
+  std::optional<store::KernelRepo> repo;
+  WorkerOptions o;
+};
+
+TEST_F(WorkerTest, AFasterCorrectSubmissionIsCommittedWithTheServersBenchResult) {
+  const std::string before = head();
+  // Its own bench_result.yaml claims a fantastic figure: it must never land.
+  auto job = submit(package_tree(kFast, std::string("schema_version: \"1\"\nkernel_id: ") + kKernel +
+                                            "\ncases:\n  - test_case_id: g0\n    metrics_best: {GB/s: 99999999}\n"
+                                            "    metrics_current: {GB/s: 99999999}\n"));
+  auto rep = run_one();
+  ASSERT_EQ(rep.outcome, store::Outcome::accepted) << (rep.reasons.empty() ? "" : rep.reasons[0]);
+  EXPECT_TRUE(rep.completed);
+  EXPECT_EQ(rep.accepted_commit, head());
+  EXPECT_NE(head(), before);
+
+  EXPECT_EQ(*repo->read_file(std::string(kKernel) + "/src/kernel.py"), kFast);
+  auto br = format::parse_yaml(*repo->read_file(std::string(kKernel) + "/.kernel_package/bench_result.yaml"), "b");
+  ASSERT_TRUE(br);
+  const json& c = (*br)["cases"][0];
+  EXPECT_EQ(c["test_case_id"], "g0");
+  EXPECT_GT(c["metrics_current"]["GB/s"].get<double>(), 0);
+  EXPECT_LT(c["metrics_current"]["GB/s"].get<double>(), 99999999);
+  EXPECT_EQ(c["best_commit"], rep.evidence_commit);
+  // The harness at HEAD is still the trusted one.
+  EXPECT_EQ(*repo->read_file(std::string(kKernel) + "/.kernel_package/benchmark.py"), kBenchmark);
+
+  auto hist = repo->history(kKernel, 1);
+  ASSERT_TRUE(hist);
+  const auto& msg = (*hist)[0].message;
+  EXPECT_NE(msg.find("fused softmax"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Submitter: alice"), std::string::npos);
+  EXPECT_NE(msg.find("Kzoo-Job: " + std::to_string(job) + "\n"), std::string::npos);
+  EXPECT_NE(msg.find("speedup="), std::string::npos);
+  EXPECT_EQ((*hist)[0].author.name, "alice");
+
+  auto ev = repo->read_job_evidence(std::to_string(job));
+  ASSERT_TRUE(ev) << ev.error().message;
+  for (const char* f : {"benchmark_output.json", "stderr.log", "run.json", "verdict.json"}) EXPECT_TRUE(ev->count(f)) << f;
+  auto doc = format::parse_json(ev->at("benchmark_output.json"), "b");
+  ASSERT_TRUE(doc);
+  EXPECT_GT((*doc)["cases"][0]["speedup"]["value"].get<double>(), 1.5);
+
+  auto sub = state->get_submission(rep.submission_id);
+  EXPECT_EQ(sub->state, store::State::accepted);
+  EXPECT_EQ(sub->accepted_commit, rep.accepted_commit);
+  EXPECT_EQ(sub->verdict["outcome"], "accepted");
+}
+
+TEST_F(WorkerTest, AnIncorrectSubmissionIsRejectedAndNothingIsCommitted) {
+  const std::string before = head();
+  auto job = submit(package_tree(kWrong));
+  auto rep = run_one();
+  EXPECT_EQ(rep.outcome, store::Outcome::rejected);
+  EXPECT_TRUE(rep.completed);
+  EXPECT_EQ(head(), before);
+  ASSERT_FALSE(rep.reasons.empty());
+  EXPECT_NE(rep.reasons[0].find("incorrect"), std::string::npos) << rep.reasons[0];
+  EXPECT_TRUE(repo->read_job_evidence(std::to_string(job)));
+  EXPECT_EQ(state->get_submission(rep.submission_id)->state, store::State::rejected);
+}
+
+TEST_F(WorkerTest, TheSameSourceAsTheIncumbentIsNotAnImprovement) {
+  const std::string before = head();
+  submit(package_tree(kSlow));
+  auto rep = run_one();
+  EXPECT_EQ(rep.outcome, store::Outcome::rejected);
+  EXPECT_EQ(head(), before);
+  ASSERT_FALSE(rep.reasons.empty());
+  EXPECT_NE(rep.reasons.back().find("not faster than the incumbent"), std::string::npos) << rep.reasons.back();
+}
+
+TEST_F(WorkerTest, ASubmissionsOwnHarnessNeverRuns) {
+  const std::string before = head();
+  // Its harness would print a forged accepting document and succeed; its
+  // source is wrong. Only the trusted harness can notice.
+  auto t = package_tree(kWrong);
+  for (auto& f : t.files) {
+    if (f.path == ".kernel_package/benchmark.py")
+      f.content = std::string(kBenchmark) +
+                  "import json, sys\nprint(json.dumps({'overall': {'accept': True}}))\nsys.exit(0)\n";
+    if (f.path == ".kernel_package/build_test_env.py")
+      f.content = "open('/kzoo/work/src/kernel.py', 'w').write('import torch\\ndef softmax(x):\\n    return torch.softmax(x, dim=-1)\\n')\n";
+  }
+  submit(t);
+  auto rep = run_one();
+  EXPECT_EQ(rep.outcome, store::Outcome::rejected) << (rep.reasons.empty() ? "" : rep.reasons[0]);
+  EXPECT_EQ(head(), before);
+}
+
+TEST_F(WorkerTest, ACommitByAHolderThatDiedBeforeCompletingIsReusedNotRepeated) {
+  auto job = submit(package_tree(kFast));
+  // The earlier holder committed, then died before complete(): simulate its commit.
+  std::string msg = "cpu/softmax/tiny: fused softmax\n\nKzoo-Job: " + std::to_string(job) + "\nKzoo-Submission: 1\n";
+  auto sub_tree = package_tree(kFast);
+  auto acc = repo->accept(kKernel, sub_tree, std::string("schema_version: \"1\"\nkernel_id: ") + kKernel + "\ncases: []\n",
+                          msg, store::Person{"alice", ""});
+  ASSERT_TRUE(acc) << acc.error().message;
+  auto rep = run_one();
+  EXPECT_EQ(rep.outcome, store::Outcome::accepted);
+  EXPECT_TRUE(rep.reused_commit);
+  EXPECT_EQ(rep.accepted_commit, acc->commit);
+  EXPECT_EQ(head(), acc->commit);  // no second commit
+  EXPECT_EQ(state->get_submission(rep.submission_id)->accepted_commit, acc->commit);
+}
+
+TEST_F(WorkerTest, FindJobCommitMatchesTheWholeTrailerOnly) {
+  auto acc = repo->accept(kKernel, package_tree(kFast), std::string("schema_version: \"1\"\nkernel_id: ") + kKernel + "\ncases: []\n",
+                          "x\n\nKzoo-Job: 12\n", store::Person{"a", ""});
+  ASSERT_TRUE(acc);
+  EXPECT_EQ(*find_job_commit(*repo, kKernel, 12), acc->commit);
+  EXPECT_EQ(*find_job_commit(*repo, kKernel, 1), "");
+  EXPECT_EQ(*find_job_commit(*repo, kKernel, 123), "");
+}
+
+TEST_F(WorkerTest, AWorkerKilledMidJobLosesItAndAnotherCompletesItExactlyOnce) {
+  auto job = submit(package_tree(kFast));
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string opts = o.judge_options.dump();
+    ::setenv("KZOO_WORKER_JUDGE_OPTIONS", opts.c_str(), 1);
+    ::execl(KZOO_BINARY, KZOO_BINARY, "worker", "--once", "--data", o.data_dir.c_str(), "--catalog",
+            o.catalog_dir.c_str(), "--judge-dir", o.judge_dir.c_str(), "--lease", "3", "--id", "doomed",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait until the doomed worker holds the job, give it time to start grading, kill it.
+  bool running = false;
+  for (int i = 0; i < 300 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto j = state->get_job(job);
+    running = j && j->state == store::State::running && j->lease_owner == "doomed";
+  }
+  ASSERT_TRUE(running);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(state->get_job(job)->state, store::State::running);
+  // Its lease runs out (no heartbeats any more); the next worker takes over.
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  auto rep = run_one();
+  EXPECT_EQ(rep.job_id, job);
+  EXPECT_EQ(rep.outcome, store::Outcome::accepted) << (rep.reasons.empty() ? "" : rep.reasons[0]);
+  EXPECT_TRUE(rep.completed);
+  auto j = state->get_job(job);
+  EXPECT_EQ(j->state, store::State::accepted);
+  EXPECT_EQ(j->attempts, 2);
+  EXPECT_EQ(j->lease_owner, "test-worker");
+  // Exactly one commit names the job.
+  auto hist = repo->history(kKernel, 50);
+  int naming = 0;
+  for (const auto& c : *hist)
+    if (c.message.find("Kzoo-Job: " + std::to_string(job) + "\n") != std::string::npos) ++naming;
+  EXPECT_EQ(naming, 1);
+  // And the dead worker cannot complete it late.
+  store::Completion late;
+  late.outcome = store::Outcome::rejected;
+  EXPECT_FALSE(state->complete(job, "doomed", late));
+}
+
+TEST(WorkerOpen, RefusesADirectoryThatIsNotADataDirectory) {
+  TempDir d;
+  WorkerOptions o;
+  o.data_dir = d.path();
+  auto w = Worker::open(o);
+  ASSERT_FALSE(w);
+  EXPECT_NE(w.error().message.find("kzoo init"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kzoo::worker
