@@ -1,20 +1,55 @@
 #!/usr/bin/env bash
-# The README's "main job" command: installs, builds, and shows kzoo working on
-# the demo catalog.
+# The README's "main job" command: installs, builds, brings kzoo up on its
+# embedded defaults (SQLite, local runner, CPU PyTorch when there is no GPU),
+# submits an improved sample package to the demo catalog, waits for the
+# verdict and prints it with the scoreboard.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
-K=build/kzoo
-echo "== kzoo validate: every package of the demo catalog"
+K=$PWD/build/kzoo
+device=cpu
+if command -v nvidia-smi >/dev/null 2>&1 && /usr/bin/python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  device=cuda
+fi
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+echo "== 1. validate every package of the demo catalog"
 for pkg in $(find catalog/kernel_data -type d -name .kernel_package | sort); do
-  dir=$(dirname "$pkg")
-  $K validate "$dir"
+  $K validate "$(dirname "$pkg")"
 done
-echo "== kzoo inspect (JSON) of the first package"
-first=$(find catalog/kernel_data -type d -name .kernel_package | sort | head -n1)
-$K inspect "$(dirname "$first")" --json
-echo "== kzoo pack + validate of the tarball"
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-$K pack "$(dirname "$first")" -o "$tmp/pkg.tar.gz"
-$K validate "$tmp/pkg.tar.gz"
+
+echo "== 2. initialise a kernel_data repository and state DB from the catalog"
+data=$tmp/data
+$K init "$data" --catalog catalog/kernel_data
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+export KZOO_SERVER=http://127.0.0.1:$port
+
+echo "== 3. start the server (127.0.0.1:$port) and a worker (device: $device)"
+$K serve --data "$data" --listen "127.0.0.1:$port" > "$tmp/serve.log" 2>&1 & pids+=($!)
+$K worker --data "$data" --device "$device" --catalog catalog --judge-dir judge > "$tmp/worker.log" 2>&1 & pids+=($!)
+for _ in $(seq 50); do
+  curl -fsS "$KZOO_SERVER/healthz" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+$K kernels
+
+echo "== 4. submit an improved softmax (fused) and wait for its verdict"
+kid=h200/norm/softmax/bf16/softmax_eager
+mkdir -p "$tmp/sub"
+cp -r "catalog/kernel_data/$kid" "$tmp/sub/pkg"
+cp catalog/samples/softmax_fused.py "$tmp/sub/pkg/src/softmax.py"
+set +e
+$K submit "$tmp/sub/pkg" --kernel-id "$kid" --submitter demo --summary "softmax: one fused pass instead of three"
+rc=$?
+set -e
+
+echo "== 5. the scoreboard"
+$K kernels
+if [ "$rc" -ne 0 ]; then
+  echo "-- worker log (tail)"; tail -n 30 "$tmp/worker.log"
+fi
+exit "$rc"
