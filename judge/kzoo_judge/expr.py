@@ -19,7 +19,7 @@ class ExprError(ValueError):
 
 
 _TOKEN = re.compile(
-    r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
+    r"\s*(?:(?P<num>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<op>\*\*|//|==|!=|<=|>=|&&|\|\||[-+*/%<>!?:(),]))"
 )
@@ -37,7 +37,10 @@ def tokenize(text):
             raise ExprError("unexpected character %r at offset %d in %r" % (text[pos:pos + 1] or text[pos:], pos, text))
         pos = m.end()
         if m.group("num") is not None:
-            tokens.append(("num", float(m.group("num"))))
+            value = float(m.group("num"))
+            if not math.isfinite(value):
+                raise ExprError("number %s at offset %d is not finite" % (m.group("num"), m.start("num")))
+            tokens.append(("num", value))
         elif m.group("name") is not None:
             tokens.append(("name", m.group("name")))
         else:
@@ -104,7 +107,9 @@ def _flatten(v):
 def _fn_sum(args):
     if len(args) != 1 or not isinstance(args[0], list):
         raise ExprError("sum() takes one list")
-    return float(sum(_need_num(v, "sum()") for v in _flatten(args[0])))
+    # Like the C++ evaluator (catalog/work_expr_cases.json): sum() adds the
+    # numbers of one flat list; a nested list is a type error, not flattened.
+    return float(sum(_need_num(v, "sum()") for v in args[0]))
 
 
 def _fn_len(args):
@@ -158,7 +163,9 @@ class _Parser:
         self.toks = tokens
         self.i = 0
         self.dims = dims
-        self.depth = 0
+        # The top-level expression is depth 0: the cap counts nested brackets
+        # (and unary chains), 32 allowed, as in the C++ evaluator.
+        self.depth = -1
 
     def peek(self):
         return self.toks[self.i] if self.i < len(self.toks) else (None, None)
@@ -181,6 +188,9 @@ class _Parser:
         if self.depth > MAX_DEPTH:
             raise ExprError("expression nested deeper than %d" % MAX_DEPTH)
 
+    # Each rule parses now and returns a thunk that evaluates later, so that
+    # '&&', '||' and '?:' short-circuit exactly like the C++ evaluator: an
+    # untaken branch is parsed (syntax errors still count) but never evaluated.
     def expr(self):
         self.enter()
         try:
@@ -190,7 +200,7 @@ class _Parser:
                 a = self.expr()
                 self.take(":")
                 b = self.expr()
-                return a if _need_bool(c, "'?:' condition") else b
+                return lambda: a() if _need_bool(c(), "'?:' condition") else b()
             return c
         finally:
             self.depth -= 1
@@ -200,7 +210,7 @@ class _Parser:
         while self.at("||"):
             self.take()
             r = self.and_()
-            v = _need_bool(v, "'||'") | _need_bool(r, "'||'")
+            v = (lambda l, r: lambda: _need_bool(l(), "'||'") or _need_bool(r(), "'||'"))(v, r)
         return v
 
     def and_(self):
@@ -208,7 +218,7 @@ class _Parser:
         while self.at("&&"):
             self.take()
             r = self.cmp()
-            v = _need_bool(v, "'&&'") & _need_bool(r, "'&&'")
+            v = (lambda l, r: lambda: _need_bool(l(), "'&&'") and _need_bool(r(), "'&&'"))(v, r)
         return v
 
     def cmp(self):
@@ -216,12 +226,7 @@ class _Parser:
         if self.at("==", "!=", "<", "<=", ">", ">="):
             op = self.take()[1]
             r = self.sum()
-            if op in ("==", "!="):
-                if _type_name(v) != _type_name(r) or isinstance(v, list):
-                    raise ExprError("'%s' compares a %s with a %s" % (op, _type_name(v), _type_name(r)))
-                return (v == r) if op == "==" else (v != r)
-            a, b = _need_num(v, "'%s'" % op), _need_num(r, "'%s'" % op)
-            return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+            return lambda: _compare(op, v(), r())
         return v
 
     def sum(self):
@@ -229,8 +234,7 @@ class _Parser:
         while self.at("+", "-"):
             op = self.take()[1]
             r = self.prod()
-            a, b = _need_num(v, "'%s'" % op), _need_num(r, "'%s'" % op)
-            v = _finite(a + b if op == "+" else a - b)
+            v = (lambda op, l, r: lambda: _arith(op, l(), r()))(op, v, r)
         return v
 
     def prod(self):
@@ -238,18 +242,7 @@ class _Parser:
         while self.at("*", "/", "//", "%"):
             op = self.take()[1]
             r = self.unary()
-            a, b = _need_num(v, "'%s'" % op), _need_num(r, "'%s'" % op)
-            if op == "*":
-                v = a * b
-            elif b == 0:
-                raise ExprError("division by zero")
-            elif op == "/":
-                v = a / b
-            elif op == "//":
-                v = float(math.floor(a / b))
-            else:
-                v = a - b * math.floor(a / b)
-            v = _finite(v)
+            v = (lambda op, l, r: lambda: _arith(op, l(), r()))(op, v, r)
         return v
 
     def unary(self):
@@ -261,8 +254,8 @@ class _Parser:
             finally:
                 self.depth -= 1
             if op == "-":
-                return -_need_num(v, "unary '-'")
-            return not _need_bool(v, "'!'")
+                return lambda: -_need_num(v(), "unary '-'")
+            return lambda: not _need_bool(v(), "'!'")
         return self.power()
 
     def power(self):
@@ -274,23 +267,18 @@ class _Parser:
                 r = self.unary()
             finally:
                 self.depth -= 1
-            a, b = _need_num(v, "'**'"), _need_num(r, "'**'")
-            try:
-                v = math.pow(a, b)
-            except (OverflowError, ValueError):
-                raise ExprError("'**' has no finite result for %g ** %g" % (a, b))
-            v = _finite(v)
+            return lambda: _arith("**", v(), r())
         return v
 
     def atom(self):
         kind, val = self.take()
         if kind == "num":
-            return val
+            return lambda: val
         if kind == "name":
             if val == "true":
-                return True
+                return lambda: True
             if val == "false":
-                return False
+                return lambda: False
             if self.at("("):
                 fn = FUNCTIONS.get(val)
                 if fn is None:
@@ -301,10 +289,11 @@ class _Parser:
                     self.take()
                     args.append(self.expr())
                 self.take(")")
-                return _finite(fn(args))
+                return lambda: _finite(fn([a() for a in args]))
             if val not in self.dims:
                 raise ExprError("unknown name %r (dims: %s)" % (val, ", ".join(sorted(self.dims)) or "none"))
-            return self.dims[val]
+            # A dim's value is checked only when used: unrelated dims may hold anything.
+            return lambda: _convert_dim(val, self.dims[val])
         if (kind, val) == ("op", "("):
             v = self.expr()
             self.take(")")
@@ -312,14 +301,45 @@ class _Parser:
         raise ExprError("unexpected %r" % (val,))
 
 
+def _compare(op, v, r):
+    if op in ("==", "!="):
+        if _type_name(v) != _type_name(r) or isinstance(v, list):
+            raise ExprError("'%s' compares a %s with a %s" % (op, _type_name(v), _type_name(r)))
+        return (v == r) if op == "==" else (v != r)
+    a, b = _need_num(v, "'%s'" % op), _need_num(r, "'%s'" % op)
+    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+
+
+def _arith(op, v, r):
+    a, b = _need_num(v, "'%s'" % op), _need_num(r, "'%s'" % op)
+    if op == "**":
+        try:
+            return _finite(math.pow(a, b))
+        except (OverflowError, ValueError, ZeroDivisionError):
+            raise ExprError("'**' has no finite result for %g ** %g" % (a, b))
+    if op == "+":
+        return _finite(a + b)
+    if op == "-":
+        return _finite(a - b)
+    if op == "*":
+        return _finite(a * b)
+    if b == 0:
+        raise ExprError("division by zero")
+    if op == "/":
+        return _finite(a / b)
+    if op == "//":
+        return _finite(float(math.floor(a / b)))
+    return _finite(a - b * math.floor(a / b))
+
+
 def evaluate(text, dims):
     """Value of `text` with `dims` bound: float, bool or list."""
-    bound = {k: _convert_dim(k, v) for k, v in dims.items()}
+    bound = dict(dims)
     p = _Parser(tokenize(text), bound)
-    v = p.expr()
+    thunk = p.expr()
     if p.i != len(p.toks):
         raise ExprError("unexpected %r after the end of the expression" % (p.toks[p.i][1],))
-    return v
+    return thunk()
 
 
 def work(text, dims):

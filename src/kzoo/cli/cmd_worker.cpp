@@ -68,7 +68,7 @@ const bool registered = kzoo::cli::register_command(
       sub.add_option("--iterations", a->iterations, "timed iterations per case (KZOO_OPTIONS)")->check(CLI::Range(1, 1000000));
       sub.add_option("--min-gain", a->min_gain, "smallest speed-up over the incumbent worth a commit (default 0.01)")
           ->check(CLI::Range(0.0, 10.0));
-      sub.add_option("--noise-k", a->noise_k, "multiple of the A/B ratio spread the gain must clear (default 0.5)")
+      sub.add_option("--noise-k", a->noise_k, "multiple of the A/B ratio spread the gain must clear (default 1.0)")
           ->check(CLI::Range(0.0, 100.0));
       sub.add_flag("--no-sandbox", [a](std::int64_t) { a->o.sandboxed = false; },
                    "run without bubblewrap (tests and trusted code only)");
