@@ -27,7 +27,7 @@ Case document fields added (only with the option):
   incumbent: {status, correct, median_us, spread, samples, metrics, message}
   speedup:   {value: incumbent median / submission median,
               ratio_median, spread: (p90 - p10) / median of the per-pair ratios,
-              pairs} | null
+              pairs, faster_pairs (pairs in which the submission was faster)} | null
 """
 
 import math
@@ -199,7 +199,8 @@ class Incumbent:
             if res["status"] in ("ok", "incorrect") and med_ns and med_ns > 0 and res["ratios"]:
                 rmed, rspread = timing.summarise(res["ratios"])
                 speedup = {"value": _clean(imed / med_ns), "ratio_median": _clean(rmed),
-                           "spread": _clean(rspread), "pairs": len(res["ratios"])}
+                           "spread": _clean(rspread), "pairs": len(res["ratios"]),
+                           "faster_pairs": sum(1 for r in res["ratios"] if r > 1.0)}
                 msgs.append("speed-up over the incumbent %.3fx (per-pair ratios: median %.3f, spread %.3f, %d pairs)"
                             % (imed / med_ns, rmed, rspread if math.isfinite(rspread) else float("nan"), len(res["ratios"])))
         inc["message"] = "; ".join(msgs)

@@ -44,7 +44,7 @@ struct Args {
   bool once = false;
   int timeout_s = 1800;
   int iterations = 0;
-  double min_gain = -1, noise_k = -1;
+  double min_gain = -1, max_p = -1;
 };
 
 const bool registered = kzoo::cli::register_command(
@@ -68,8 +68,8 @@ const bool registered = kzoo::cli::register_command(
       sub.add_option("--iterations", a->iterations, "timed iterations per case (KZOO_OPTIONS)")->check(CLI::Range(1, 1000000));
       sub.add_option("--min-gain", a->min_gain, "smallest speed-up over the incumbent worth a commit (default 0.01)")
           ->check(CLI::Range(0.0, 10.0));
-      sub.add_option("--noise-k", a->noise_k, "multiple of the A/B ratio spread the gain must clear (default 1.0)")
-          ->check(CLI::Range(0.0, 100.0));
+      sub.add_option("--max-p", a->max_p, "largest sign-test probability that noise alone explains the A/B wins (default 0.01)")
+          ->check(CLI::Range(0.0, 1.0));
       sub.add_flag("--no-sandbox", [a](std::int64_t) { a->o.sandboxed = false; },
                    "run without bubblewrap (tests and trusted code only)");
       return [a] {
@@ -78,7 +78,7 @@ const bool registered = kzoo::cli::register_command(
         o.timeout = std::chrono::seconds(a->timeout_s);
         if (a->iterations > 0) o.iterations = a->iterations;
         if (a->min_gain >= 0) o.policy.min_gain = a->min_gain;
-        if (a->noise_k >= 0) o.policy.noise_k = a->noise_k;
+        if (a->max_p >= 0) o.policy.max_p = a->max_p;
         if (const char* j = std::getenv("KZOO_WORKER_JUDGE_OPTIONS"); j && *j) {
           auto parsed = nlohmann::json::parse(j, nullptr, false);
           if (!parsed.is_object()) {

@@ -43,7 +43,7 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy) {
   if (cases.empty()) v.reasons.push_back("the judge reported no test cases");
 
   std::vector<double> speedups;
-  double noise = 0.0;
+  int pairs = 0, wins = 0;
   bool comparable = true;
   for (const auto& c : cases) {
     CaseFigures f;
@@ -71,6 +71,12 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy) {
     const json sp = c.is_object() && c.contains("speedup") ? c["speedup"] : json();
     f.speedup = finite_number(sp, "value");
     f.ratio_spread = finite_number(sp, "spread");
+    auto count = [&](const char* key) {
+      auto x = finite_number(sp, key);
+      return x && *x >= 0 && *x <= 1e6 ? static_cast<int>(*x) : 0;
+    };
+    f.pairs = count("pairs");
+    f.faster_pairs = std::min(count("faster_pairs"), f.pairs);
     if (f.speedup && *f.speedup <= 0) f.speedup.reset();
     if (has_incumbent) {
       if (!f.speedup) {
@@ -83,8 +89,8 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy) {
               clip(str(inc, "message", "the judge ran without incumbent_src"))));
       } else {
         speedups.push_back(*f.speedup);
-        // An unmeasurable spread (too few pairs) counts as noisy, not as exact.
-        noise = std::max(noise, f.ratio_spread.value_or(1.0));
+        pairs += f.pairs;
+        wins += f.faster_pairs;
       }
     }
     v.cases.push_back(std::move(f));
@@ -97,14 +103,23 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy) {
     double log_sum = 0.0;
     for (double s : speedups) log_sum += std::log(s);
     double g = std::exp(log_sum / static_cast<double>(speedups.size()));
-    double bar = 1.0 + std::max(policy.min_gain, policy.noise_k * noise);
+    double bar = 1.0 + policy.min_gain;
+    double p = sign_test_p(wins, pairs);
     v.geomean_speedup = g;
     v.required_speedup = bar;
+    v.sign_test_p = p;
+    v.pairs = pairs;
+    v.faster_pairs = wins;
     if (!(g > bar))
       v.reasons.push_back(fmt::format(
-          "not faster than the incumbent by more than the noise: geometric-mean speed-up {:.4f}x over {} case(s), "
-          "needs > {:.4f}x (1 + max(min_gain {:.3f}, {:.2f} x ratio spread {:.4f}))",
-          g, speedups.size(), bar, policy.min_gain, policy.noise_k, noise));
+          "not faster than the incumbent: geometric-mean speed-up {:.4f}x over {} case(s), needs > {:.4f}x "
+          "(1 + min_gain {:.3f})",
+          g, speedups.size(), bar, policy.min_gain));
+    else if (!(p <= policy.max_p))
+      v.reasons.push_back(fmt::format(
+          "not faster than the incumbent by more than the noise: faster in {} of {} A/B pairs, which noise alone "
+          "gives with probability {:.4f} (sign test; needs <= {:.4f}); time more iterations or a larger gain",
+          wins, pairs, p, policy.max_p));
   }
 
   v.outcome = v.reasons.empty() ? Outcome::accepted : Outcome::rejected;
@@ -118,12 +133,22 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy) {
   return v;
 }
 
+double sign_test_p(int wins, int n) {
+  if (n <= 0) return 1.0;
+  // Sum C(n, k) / 2^n for k >= wins, in logs so large n stays finite.
+  double p = 0.0;
+  for (int k = std::max(wins, 0); k <= n; ++k)
+    p += std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) - n * std::log(2.0));
+  return std::min(p, 1.0);
+}
+
 json Verdict::to_json() const {
   json cs = json::array();
   auto opt = [](const std::optional<double>& x) { return x ? json(*x) : json(); };
   for (const auto& c : cases) {
     json j{{"test_case_id", c.test_case_id}, {"status", c.status},    {"correct", c.correct},
-           {"metrics", c.metrics},           {"speedup", opt(c.speedup)}, {"ratio_spread", opt(c.ratio_spread)}};
+           {"metrics", c.metrics},           {"speedup", opt(c.speedup)}, {"ratio_spread", opt(c.ratio_spread)},
+             {"pairs", c.pairs}, {"faster_pairs", c.faster_pairs}};
     if (!c.incumbent_status.empty()) {
       j["incumbent_status"] = c.incumbent_status;
       j["incumbent_metrics"] = c.incumbent_metrics;
@@ -137,6 +162,9 @@ json Verdict::to_json() const {
               {"had_incumbent", had_incumbent},
               {"geomean_speedup", opt(geomean_speedup)},
               {"required_speedup", opt(required_speedup)},
+              {"sign_test_p", opt(sign_test_p)},
+              {"pairs", pairs},
+              {"faster_pairs", faster_pairs},
               {"cases", cs}};
 }
 

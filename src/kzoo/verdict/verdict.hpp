@@ -10,9 +10,9 @@
 //   5. when the package has an incumbent (any accepted source before this one):
 //      every case carries an A/B `speedup` (the incumbent and the submission
 //      timed side by side in the same run, judge/kzoo_judge/ab.py), and
-//          G = geometric mean over cases of speedup.value
-//          G > 1 + max(min_gain, noise_k * noise),  noise = the largest per-case
-//          speedup.spread (p90 - p10 over the median of the per-pair ratios).
+//          G = geometric mean over cases of speedup.value > 1 + min_gain, and
+//          W = sum over cases of speedup.faster_pairs out of N = sum of
+//          speedup.pairs has P(Binomial(N, 1/2) >= W) <= max_p (a sign test).
 //      The speed-up is a ratio of times on the same work, so it is the ratio of
 //      the primary metric whatever its direction (GB/s, TFLOP/s or µs).
 //      A case with no speedup (the incumbent raised, died or timed out) is a
@@ -22,13 +22,17 @@
 //      and its times still count; it is reported in `notes`.
 //   A package without an incumbent (its first submission) is accepted on 1-4.
 //
-// Why max(min_gain, k * spread): min_gain stops churn by changes too small to
-// matter; k * spread stops a noisy measurement from passing as a gain. The
-// spread is a p10-p90 width (about 2.6 sigma for normal noise), and the median
-// ratio over P pairs varies by roughly 1.25 sigma / sqrt(P), so for normal
-// noise k = 0.5 would do. Runner noise is not normal: on a loaded 2-core
-// machine an identical source measured 1.28x with 3 pairs. k = 1 (the whole
-// p10-p90 width) keeps noise from crowning a submission; a real gain clears it.
+// Why a sign test, and not a bar made of the ratios' spread: runner noise is
+// not normal (a loaded 2-core machine measured an identical source at 1.28x
+// over 3 pairs, and a real 2.9x gain with a p10-p90 spread of 3.5), so any
+// fixed multiple of the spread either crowns noise or sinks real gains in a
+// noisy hour. The pairs are timed alternately (A B, B A, ...) on identical
+// inputs, so for an identical source each pair is a fair coin: counting the
+// pairs the submission won, pooled over cases, and asking the one-sided
+// binomial probability of that many wins or more to be <= max_p (default
+// 0.01) bounds the chance that noise alone crowns a submission by max_p,
+// whatever the noise looks like. min_gain (1%) stops churn by changes too small
+// to matter: the geometric mean of the per-case speed-ups must exceed it too.
 #pragma once
 
 #include <optional>
@@ -41,7 +45,7 @@ namespace kzoo::verdict {
 
 struct Policy {
   double min_gain = 0.01;  // the smallest speed-up worth a commit (1%)
-  double noise_k = 1.0;    // multiple of the per-pair ratio spread the gain must clear
+  double max_p = 0.01;     // largest chance, under "no difference", of the wins seen (sign test)
 };
 
 enum class Outcome { accepted, rejected };
@@ -54,6 +58,8 @@ struct CaseFigures {
   nlohmann::json metrics;             // the submission's metrics (object)
   std::optional<double> speedup;      // incumbent median / submission median
   std::optional<double> ratio_spread; // spread of the per-pair ratios
+  int pairs = 0;                      // A/B pairs timed
+  int faster_pairs = 0;               // pairs the submission won
   std::string incumbent_status;       // empty without A/B
   nlohmann::json incumbent_metrics;   // null without A/B
 };
@@ -65,11 +71,16 @@ struct Verdict {
   std::string summary;               // one sentence
   std::vector<CaseFigures> cases;
   std::optional<double> geomean_speedup;
-  std::optional<double> required_speedup;  // the bar G had to clear
+  std::optional<double> required_speedup;  // the bar G had to clear: 1 + min_gain
+  std::optional<double> sign_test_p;       // P(Binomial(pairs, 1/2) >= wins)
+  int pairs = 0, faster_pairs = 0;         // pooled over cases
   bool had_incumbent = false;
 
   nlohmann::json to_json() const;
 };
+
+// One-sided sign test: P(X >= wins) for X ~ Binomial(n, 1/2).
+double sign_test_p(int wins, int n);
 
 // `document` is a verified benchmark_output document; `has_incumbent` says
 // whether the package had accepted source to beat.

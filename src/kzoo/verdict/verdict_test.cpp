@@ -8,8 +8,11 @@ namespace {
 
 using nlohmann::json;
 
-// A correct case of the submission; with `speedup` > 0, the A/B figures too.
-json ok_case(const std::string& id, double speedup = 0, double spread = 0.01, const std::string& inc_status = "ok") {
+// A correct case of the submission; with `speedup` > 0, the A/B figures too:
+// 10 pairs, of which the submission won `wins` (default: all when faster,
+// none when slower).
+json ok_case(const std::string& id, double speedup = 0, int wins = -1, const std::string& inc_status = "ok") {
+  if (wins < 0) wins = speedup > 1 ? 10 : 0;
   json c{{"test_case_id", id}, {"status", "ok"}, {"correct", true}, {"error_rel", 1e-7},
          {"metrics", {{"GB/s", 100.0}, {"time_us", 10.0}}}, {"samples", 100}, {"spread", 0.02},
          {"gates", {{"library-calls", {{"value", 0}, {"limit", 0}, {"pass", true}}}}}, {"message", "fine"}};
@@ -17,7 +20,7 @@ json ok_case(const std::string& id, double speedup = 0, double spread = 0.01, co
     c["incumbent"] = {{"status", inc_status}, {"correct", inc_status == "ok"}, {"median_us", 10.0 * speedup},
                       {"spread", 0.02}, {"samples", 100}, {"metrics", {{"GB/s", 100.0 / speedup}}},
                       {"message", inc_status == "ok" ? "" : "the incumbent is incorrect: call 0: off by 3"}};
-    c["speedup"] = {{"value", speedup}, {"ratio_median", speedup}, {"spread", spread}, {"pairs", 10}};
+    c["speedup"] = {{"value", speedup}, {"ratio_median", speedup}, {"spread", 0.05}, {"pairs", 10}, {"faster_pairs", wins}};
   }
   return c;
 }
@@ -105,37 +108,55 @@ TEST(Verdict, TheJudgesOwnRejectionIsHonouredEvenIfNoRuleHereSeesWhy) {
 }
 
 TEST(Verdict, FasterThanTheIncumbentBeyondTheNoiseIsAccepted) {
-  auto v = decide(doc_of({ok_case("a", 1.5, 0.05), ok_case("b", 1.2, 0.05)}), true);
+  auto v = decide(doc_of({ok_case("a", 1.5), ok_case("b", 1.2)}), true);
   EXPECT_EQ(v.outcome, Outcome::accepted) << v.summary;
   ASSERT_TRUE(v.geomean_speedup);
   EXPECT_NEAR(*v.geomean_speedup, std::sqrt(1.5 * 1.2), 1e-12);
-  EXPECT_NEAR(*v.required_speedup, 1.05, 1e-12);  // 1 + max(0.01, 1.0 * 0.05)
+  EXPECT_NEAR(*v.required_speedup, 1.01, 1e-12);  // 1 + min_gain
+  EXPECT_EQ(v.pairs, 20);
+  EXPECT_EQ(v.faster_pairs, 20);
+  EXPECT_NEAR(*v.sign_test_p, std::ldexp(1.0, -20), 1e-15);
 }
 
 TEST(Verdict, AGainBelowMinGainIsRejected) {
-  auto v = decide(doc_of({ok_case("a", 1.005, 0.001)}), true);
+  auto v = decide(doc_of({ok_case("a", 1.005)}), true);  // won every pair, by too little
   EXPECT_EQ(v.outcome, Outcome::rejected);
-  EXPECT_TRUE(mentions(v, "not faster than the incumbent by more than the noise"));
+  EXPECT_TRUE(mentions(v, "not faster than the incumbent"));
   EXPECT_NEAR(*v.required_speedup, 1.01, 1e-12);
 }
 
 TEST(Verdict, AGainInsideTheNoiseIsRejected) {
-  // 8% faster, but the per-pair ratios spread by 30%: bar 1 + 1.0 * 0.3 = 1.3.
-  auto v = decide(doc_of({ok_case("a", 1.08, 0.30)}), true);
+  // 8% faster by the medians, but won only 6 of 10 pairs: a fair coin does
+  // that or better with probability 386/1024.
+  auto v = decide(doc_of({ok_case("a", 1.08, 6)}), true);
   EXPECT_EQ(v.outcome, Outcome::rejected);
-  EXPECT_NEAR(*v.required_speedup, 1.3, 1e-12);
-  // The same gain with a tight spread passes.
-  EXPECT_EQ(decide(doc_of({ok_case("a", 1.08, 0.02)}), true).outcome, Outcome::accepted);
+  EXPECT_TRUE(mentions(v, "by more than the noise"));
+  EXPECT_NEAR(*v.sign_test_p, 386.0 / 1024.0, 1e-12);
+  // The same gain won in every pair passes; 9 of 10 (p = 11/1024 > 0.01) does not.
+  EXPECT_EQ(decide(doc_of({ok_case("a", 1.08, 10)}), true).outcome, Outcome::accepted);
+  EXPECT_EQ(decide(doc_of({ok_case("a", 1.08, 9)}), true).outcome, Outcome::rejected);
 }
 
-TEST(Verdict, TheNoisiestCaseSetsTheBar) {
-  auto v = decide(doc_of({ok_case("a", 1.3, 0.01), ok_case("b", 1.3, 0.8)}), true);
-  EXPECT_NEAR(*v.required_speedup, 1.8, 1e-12);
+TEST(Verdict, PairsArePooledOverCases) {
+  // One case won every pair, the other lost most: 12 of 20 is noise.
+  auto v = decide(doc_of({ok_case("a", 1.3, 10), ok_case("b", 1.3, 2)}), true);
+  EXPECT_EQ(v.faster_pairs, 12);
   EXPECT_EQ(v.outcome, Outcome::rejected);
+  // Two cases that each won 9 of 10 pool to 18 of 20 (p = 211/2^20): accepted.
+  EXPECT_EQ(decide(doc_of({ok_case("a", 1.3, 9), ok_case("b", 1.3, 9)}), true).outcome, Outcome::accepted);
+}
+
+TEST(Verdict, SignTestProbabilities) {
+  EXPECT_DOUBLE_EQ(sign_test_p(10, 10), 1.0 / 1024.0);
+  EXPECT_NEAR(sign_test_p(9, 10), 11.0 / 1024.0, 1e-15);
+  EXPECT_NEAR(sign_test_p(0, 10), 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(sign_test_p(0, 0), 1.0);
+  EXPECT_LT(sign_test_p(700, 1000), 1e-30);  // large counts stay finite
 }
 
 TEST(Verdict, ASlowerCaseCanBeOutweighedInTheGeometricMean) {
-  auto v = decide(doc_of({ok_case("a", 2.0), ok_case("b", 0.9)}), true);
+  // Case b lost 3 of its 10 pairs; pooled, 17 of 20 wins (p = 1351/2^20).
+  auto v = decide(doc_of({ok_case("a", 2.0), ok_case("b", 0.9, 7)}), true);
   EXPECT_EQ(v.outcome, Outcome::accepted) << v.summary;
   EXPECT_NEAR(*v.geomean_speedup, std::sqrt(1.8), 1e-12);
 }
@@ -147,10 +168,11 @@ TEST(Verdict, SlowerThanTheIncumbentIsRejected) {
 }
 
 TEST(Verdict, PolicyIsConfigurable) {
-  Policy strict{0.10, 0.0};
+  Policy strict{0.10, 0.01};
   EXPECT_EQ(decide(doc_of({ok_case("a", 1.08)}), true, strict).outcome, Outcome::rejected);
-  Policy lax{0.0, 0.0};
-  EXPECT_EQ(decide(doc_of({ok_case("a", 1.001)}), true, lax).outcome, Outcome::accepted);
+  Policy lax{0.0, 0.5};  // 6 of 10 wins (p = 0.377) is enough for this one
+  EXPECT_EQ(decide(doc_of({ok_case("a", 1.001, 6)}), true, lax).outcome, Outcome::accepted);
+  EXPECT_EQ(decide(doc_of({ok_case("a", 1.001, 6)}), true).outcome, Outcome::rejected);
 }
 
 TEST(Verdict, MissingComparisonWithAnIncumbentFailsClosed) {
@@ -170,21 +192,26 @@ TEST(Verdict, AJudgeRunWithoutTheOptionCannotBeatAnIncumbent) {
   EXPECT_TRUE(mentions(v, "without incumbent_src"));
 }
 
-TEST(Verdict, AnUnmeasurableSpreadCountsAsNoisy) {
+TEST(Verdict, TooFewPairsCannotShowAGain) {
   auto c = ok_case("a", 1.3);
-  c["speedup"]["spread"] = nullptr;  // one pair only: noise taken as 1.0
+  c["speedup"]["pairs"] = 1;  // one pair: a coin flip
+  c["speedup"]["faster_pairs"] = 1;
   auto v = decide(doc_of({c}), true);
-  EXPECT_NEAR(*v.required_speedup, 2.0, 1e-12);
+  EXPECT_NEAR(*v.sign_test_p, 0.5, 1e-12);
   EXPECT_EQ(v.outcome, Outcome::rejected);
+  // A document without pair counts shows nothing either.
+  auto d = ok_case("a", 1.3);
+  d["speedup"].erase("faster_pairs");
+  EXPECT_EQ(decide(doc_of({d}), true).outcome, Outcome::rejected);
 }
 
 TEST(Verdict, AnIncorrectIncumbentIsReportedAndDoesNotBlock) {
-  auto v = decide(doc_of({ok_case("a", 1.5, 0.01, "incorrect")}), true);
+  auto v = decide(doc_of({ok_case("a", 1.5, 10, "incorrect")}), true);
   EXPECT_EQ(v.outcome, Outcome::accepted) << v.summary;
   ASSERT_EQ(v.notes.size(), 1u);
   EXPECT_NE(v.notes[0].find("the incumbent is incorrect"), std::string::npos);
   // ...but it does not waive the speed rule: its times still count.
-  EXPECT_EQ(decide(doc_of({ok_case("a", 0.9, 0.01, "incorrect")}), true).outcome, Outcome::rejected);
+  EXPECT_EQ(decide(doc_of({ok_case("a", 0.9, 0, "incorrect")}), true).outcome, Outcome::rejected);
 }
 
 TEST(Verdict, NonsenseSpeedupsAreNotTrusted) {
@@ -204,12 +231,15 @@ TEST(Verdict, MalformedDocumentsAreRejectedNotCrashed) {
 }
 
 TEST(Verdict, JsonCarriesTheFigures) {
-  auto j = decide(doc_of({ok_case("a", 1.5, 0.04)}), true).to_json();
+  auto j = decide(doc_of({ok_case("a", 1.5)}), true).to_json();
   EXPECT_EQ(j["outcome"], "accepted");
   EXPECT_DOUBLE_EQ(j["geomean_speedup"].get<double>(), 1.5);
-  EXPECT_DOUBLE_EQ(j["required_speedup"].get<double>(), 1.04);
+  EXPECT_DOUBLE_EQ(j["required_speedup"].get<double>(), 1.01);
+  EXPECT_DOUBLE_EQ(j["sign_test_p"].get<double>(), 1.0 / 1024.0);
+  EXPECT_EQ(j["faster_pairs"], 10);
   EXPECT_EQ(j["cases"][0]["incumbent_status"], "ok");
-  EXPECT_DOUBLE_EQ(j["cases"][0]["ratio_spread"].get<double>(), 0.04);
+  EXPECT_DOUBLE_EQ(j["cases"][0]["ratio_spread"].get<double>(), 0.05);
+  EXPECT_EQ(j["cases"][0]["faster_pairs"], 10);
   EXPECT_TRUE(j["reasons"].empty());
 }
 

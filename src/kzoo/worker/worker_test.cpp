@@ -118,7 +118,9 @@ class WorkerTest : public ::testing::Test {
     o.lease_seconds = 30;
     o.timeout = std::chrono::seconds(300);
     o.memory_bytes = 4ull << 30;
-    o.judge_options = json{{"iterations", 12}, {"warmup", 2}, {"trials", 2}, {"batch", 4}};
+    // 16 A/B pairs of 4 calls: a real gain passes the sign test (p <= 0.01)
+    // even when a loaded machine flips two pairs (p(14 of 16) = 0.002).
+    o.judge_options = json{{"iterations", 64}, {"warmup", 2}, {"trials", 2}, {"batch", 4}};
     o.log = [](std::string_view l) { std::cerr << "  worker: " << l << "\n"; };
   }
 
