@@ -39,7 +39,11 @@ inline bool iequals(sv a, sv b) {
 }
 // Membership in a short set of characters (strchr without the call and
 // without matching the terminating NUL).
-inline bool is_one_of(char c, sv set) { return set.find(c) != sv::npos; }
+inline bool is_one_of(char c, sv set) {
+  for (char m : set)
+    if (c == m) return true;
+  return false;
+}
 inline bool ends_with(sv s, sv p) { return s.size() >= p.size() && s.substr(s.size() - p.size()) == p; }
 
 sv trim(sv s);
