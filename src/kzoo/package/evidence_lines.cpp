@@ -32,7 +32,7 @@ sv trim(sv s) {
 
 std::string lower(sv s) {
   std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : out) c = lower_ascii(c);
   return out;
 }
 
@@ -57,8 +57,8 @@ sv strip_comment(sv line) {
 // **1.5**, `1.5`, "1.5" (quoted CSV), (1.0) (pytest-benchmark ratios)
 sv strip_decoration(sv cell) {
   sv c = trim(cell);
-  while (!c.empty() && std::strchr("*`\"'(", c.front()) && c.front() != '\0') c.remove_prefix(1);
-  while (!c.empty() && std::strchr("*`\"')", c.back()) && c.back() != '\0') c.remove_suffix(1);
+  while (!c.empty() && is_one_of(c.front(), "*`\"'(")) c.remove_prefix(1);
+  while (!c.empty() && is_one_of(c.back(), "*`\"')")) c.remove_suffix(1);
   return c;
 }
 
@@ -136,7 +136,7 @@ bool has_perf_keyword(sv header) {
 
 bool is_rule_line(sv s) {
   s = trim(s);
-  return s.size() >= 8 && std::all_of(s.begin(), s.end(), [](char c) { return std::strchr("-=+|_:* ~", c) && c != '\0'; });
+  return s.size() >= 8 && std::all_of(s.begin(), s.end(), [](char c) { return is_one_of(c, "-=+|_:* ~"); });
 }
 
 std::vector<sv> split_cells(sv line, char d) {

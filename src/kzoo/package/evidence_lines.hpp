@@ -22,7 +22,28 @@ inline bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c 
 inline bool is_b64(char c) {
   return is_alpha(c) || is_digit(c) || c == '+' || c == '/' || c == '=' || c == '_' || c == '-';
 }
-inline bool starts_with(sv s, sv p) { return s.substr(0, p.size()) == p; }
+// The first-byte test before the compare: the detectors try dozens of
+// prefixes on every line, and most fail on the first byte.
+inline bool starts_with(sv s, sv p) {
+  return s.size() >= p.size() && (p.empty() || s.front() == p.front()) && s.substr(0, p.size()) == p;
+}
+// ASCII lower case: what std::tolower does in the "C" locale kzoo runs in,
+// without the per-character call into libc.
+inline char lower_ascii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+// Case-insensitive ASCII equality.
+inline bool iequals(sv a, sv b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower_ascii(a[i]) != lower_ascii(b[i])) return false;
+  return true;
+}
+// Membership in a short set of characters (strchr without the call and
+// without matching the terminating NUL).
+inline bool is_one_of(char c, sv set) {
+  for (char m : set)
+    if (c == m) return true;
+  return false;
+}
 inline bool ends_with(sv s, sv p) { return s.size() >= p.size() && s.substr(s.size() - p.size()) == p; }
 
 sv trim(sv s);

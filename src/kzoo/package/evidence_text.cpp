@@ -71,7 +71,7 @@ LineTokens tokenize_numbers(sv line) {
           while (i < line.size() && is_digit(line[i])) ++i;
         }
       }
-      while (i < line.size() && std::strchr("fFuUlLhH", line[i]) && line[i] != '\0') ++i;
+      while (i < line.size() && is_one_of(line[i], "fFuUlLhH")) ++i;
       ++t.numbers;
       if (is_float && sig >= 5) ++t.precise;
     } else if (is_alpha(c) || c == '_') {
@@ -136,9 +136,17 @@ std::optional<Finding> find_encoded_blob(sv text) {
     sv t = trim(lines[n]);
     sv core = t;
     auto strip_ends = [](sv s) {
-      const sv junk = " \t\"',;+\\()[]{}";
-      while (!s.empty() && junk.find(s.front()) != sv::npos) s.remove_prefix(1);
-      while (!s.empty() && junk.find(s.back()) != sv::npos) s.remove_suffix(1);
+      auto junk = [](char c) {
+        switch (c) {
+          case ' ': case '\t': case '"': case '\'': case ',': case ';': case '+': case '\\':
+          case '(': case ')': case '[': case ']': case '{': case '}':
+            return true;
+          default:
+            return false;
+        }
+      };
+      while (!s.empty() && junk(s.front())) s.remove_prefix(1);
+      while (!s.empty() && junk(s.back())) s.remove_suffix(1);
       return s;
     };
     core = strip_ends(core);
@@ -257,13 +265,11 @@ bool has_timestamp_prefix(sv s) {
 
 bool has_level_prefix(sv s) {
   static const std::array<sv, 9> levels = {"INFO", "WARNING", "WARN", "ERROR", "DEBUG", "TRACE", "CRITICAL", "FATAL", "NOTICE"};
-  std::string up;
   bool bracket = !s.empty() && s.front() == '[';
   sv body = bracket ? s.substr(1) : s;
   for (sv lvl : levels) {
     if (body.size() < lvl.size()) continue;
-    std::string head = lower(body.substr(0, lvl.size()));
-    if (head != lower(lvl)) continue;
+    if (!iequals(body.substr(0, lvl.size()), lvl)) continue;
     sv rest = body.substr(lvl.size());
     if (bracket && !rest.empty() && rest.front() == ']') return true;
     // "INFO:root:...", "INFO - ...", "INFO  message" (upper case only:
@@ -299,9 +305,9 @@ bool is_measurement_line(sv s) {
   std::vector<sv> tokens;
   std::size_t i = 0;
   while (i < s.size()) {
-    while (i < s.size() && (is_space(s[i]) || std::strchr(",;|()[]={}", s[i]))) ++i;
+    while (i < s.size() && (is_space(s[i]) || is_one_of(s[i], ",;|()[]={}"))) ++i;
     std::size_t j = i;
-    while (j < s.size() && !(is_space(s[j]) || std::strchr(",;|()[]={}", s[j]))) ++j;
+    while (j < s.size() && !(is_space(s[j]) || is_one_of(s[j], ",;|()[]={}"))) ++j;
     if (j > i) tokens.push_back(s.substr(i, j - i));
     i = j;
   }
