@@ -340,7 +340,12 @@ GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, cons
       {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", scratch}, {"USER", "kzoo"}, {"LOGNAME", "kzoo"},
       {"LANG", "C.UTF-8"}, {"TMPDIR", scratch}, {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"},
       {"PYTHONPATH", path_in(judge_dir)}, {"KZOO_TASK", path_in(w->task_file)}, {"KZOO_DEVICE", o.device},
-      {"KZOO_KERNEL_ID", kernel_id}, {"KZOO_RUNNER_ID", o.runner_id.empty() ? host_name() : o.runner_id}};
+      {"KZOO_KERNEL_ID", kernel_id}, {"KZOO_RUNNER_ID", o.runner_id.empty() ? host_name() : o.runner_id},
+      // The judge and its children (submission, incumbent) take turns on the
+      // same cores; OpenMP's default is to spin idle worker threads for a
+      // while after each parallel region, which would steal the CPU from
+      // whichever process is timed next and bias CPU A/B timings.
+      {"OMP_WAIT_POLICY", "PASSIVE"}};
   if (have_classes) env.emplace_back("KZOO_DEVICE_CLASSES", path_in(fs::weakly_canonical(classes).string()));
   nlohmann::json judge_options = o.judge_options.is_object() ? o.judge_options : nlohmann::json::object();
   if (o.iterations) judge_options["iterations"] = *o.iterations;
