@@ -49,7 +49,10 @@ set -e
 
 echo "== 5. the scoreboard"
 $K kernels
-if [ "$rc" -ne 0 ]; then
+# A verdict either way (0 accepted, 1 rejected) is the service working; only
+# an error (2) fails the demo.
+if [ "$rc" -ge 2 ]; then
   echo "-- worker log (tail)"; tail -n 30 "$tmp/worker.log"
+  exit "$rc"
 fi
-exit "$rc"
+exit 0
