@@ -122,13 +122,13 @@ start_server() {
   exit 1
 }
 # Few iterations: the CPU timings only need to tell a 3-pass softmax from a
-# fused one. 30 calls in CPU batches of 10 give 3 A/B pairs per case, 9 over
-# the 3 cases: the fewest for which a clean sweep passes the verdict's sign
-# test (2^-9 <= 0.01). A short lease, so a restarted worker reclaims a dead
-# one's job soon.
+# fused one. 60 calls in CPU batches of 10 give 6 A/B pairs per case, 18 over
+# the 3 cases: a real gain passes the verdict's sign test (p <= 0.01) even if
+# a loaded CI machine flips three pairs (P(X >= 15 of 18) = 0.004). A short
+# lease, so a restarted worker reclaims a dead one's job soon.
 start_worker() {
   "$KZOO" worker --data "$D" --device cpu --catalog "$SRC/catalog" --judge-dir "$SRC/judge" \
-    --iterations 30 --lease 9 --timeout 240 >>"$T/worker.log" 2>&1 &
+    --iterations 60 --lease 9 --timeout 240 >>"$T/worker.log" 2>&1 &
   WORKER_PID=$!
 }
 # remember_id FILE: the id in a submit --json document (final or queued) into

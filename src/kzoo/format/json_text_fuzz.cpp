@@ -1,4 +1,5 @@
 // libFuzzer: parse_json never crashes; what it accepts, nlohmann accepts too.
+// kzoo-fuzz-sources: format/utf8.cpp
 #include <cstdint>
 #include <cstdlib>
 

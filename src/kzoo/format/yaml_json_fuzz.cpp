@@ -1,5 +1,6 @@
 // libFuzzer: parse_yaml never crashes, hangs or grows without bound, and
 // whatever it accepts survives to_yaml -> parse_yaml unchanged.
+// kzoo-fuzz-sources: format/utf8.cpp
 #include <cstdint>
 #include <cstdlib>
 
