@@ -22,6 +22,7 @@
 
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/format/schema_audit.hpp"
+#include "kzoo/format/utf8.hpp"
 #include "kzoo/util/embedded.hpp"
 
 namespace kzoo::format {
@@ -29,15 +30,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string escape_token(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
 
 std::string excerpt(const json& v, std::size_t max = 80) {
   std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -295,7 +287,7 @@ Violations SchemaSet::validate(const json& doc, std::string_view name, const std
     for (std::size_t i = 1; i < err.context.size(); ++i) {  // [0] is "<root>"
       std::string token = err.context[i];
       if (token.size() >= 2 && token.front() == '[' && token.back() == ']') token = token.substr(1, token.size() - 2);
-      pointer += "/" + escape_token(token);
+      pointer += "/" + json_pointer_token(token);
     }
     if (guarded.count(pointer)) continue;
     const std::string keyword = keyword_of(err.description);
@@ -307,7 +299,7 @@ Violations SchemaSet::validate(const json& doc, std::string_view name, const std
     if (keyword == "required") {
       const std::string prop = quoted_name(err.description);
       detail = "required property \"" + prop + "\" is missing";
-      const json* prop_schema = node ? schema_at(entry.doc, pointer + "/" + escape_token(prop)) : nullptr;
+      const json* prop_schema = node ? schema_at(entry.doc, pointer + "/" + json_pointer_token(prop)) : nullptr;
       if (prop_schema && prop_schema->contains("description")) {
         detail += " (" + excerpt(prop_schema->at("description"), 160) + ")";
       }
@@ -316,7 +308,7 @@ Violations SchemaSet::validate(const json& doc, std::string_view name, const std
       std::string prop = err.description;
       if (auto at = prop.find("constraints: '"); at != std::string::npos) prop = prop.substr(at + 14);
       if (auto end = prop.rfind('\''); end != std::string::npos) prop.resize(end);
-      pointer += "/" + escape_token(prop);
+      pointer += "/" + json_pointer_token(prop);
       detail = "property \"" + prop + "\" is not allowed here";
       if (node && node->contains("properties")) {
         json allowed = json::array();

@@ -13,15 +13,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string escape_pointer_token(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
 
 std::string quoted_excerpt(const std::string& s, std::size_t max = 60) {
   std::string cut = s.size() > max ? s.substr(0, max) + "..." : s;
@@ -48,7 +39,7 @@ class StrictBuilder : public nlohmann::json_sax<json> {
   bool key(string_t& k) override {
     Frame& top = stack_.back();
     if (top.value->contains(k)) {
-      error_ = Violation{file_, pointer() + "/" + escape_pointer_token(k), "json.duplicate-key",
+      error_ = Violation{file_, pointer() + "/" + json_pointer_token(k), "json.duplicate-key",
                          "key " + quoted_excerpt(k) +
                              " appears twice in the same object; JSON readers disagree on which one wins, "
                              "so kzoo refuses both: keep exactly one"};
@@ -85,7 +76,7 @@ class StrictBuilder : public nlohmann::json_sax<json> {
 
   // The path token of frame f's current member, or (next) of the one to come.
   static std::string child_token(const Frame& f, bool next) {
-    if (f.value->is_object()) return escape_pointer_token(f.key);
+    if (f.value->is_object()) return json_pointer_token(f.key);
     return std::to_string(f.value->size() - (next ? 0 : 1));
   }
 

@@ -3,20 +3,13 @@
 #include <regex>
 #include <set>
 
+#include "kzoo/format/utf8.hpp"
+
 namespace kzoo::format {
 namespace {
 
 using json = nlohmann::json;
 
-std::string escape_token(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
 
 // Keywords draft 2019-09/2020-12 added that valijson 1.0 parses past without
 // a word: a schema using them would let bad documents through.
@@ -48,7 +41,7 @@ class Auditor {
     }
     const bool has_ref = node.contains("$ref");
     for (const auto& [key, value] : node.items()) {
-      const std::string at = ptr + "/" + escape_token(key);
+      const std::string at = ptr + "/" + json_pointer_token(key);
       if (kAnnotations.count(key)) continue;
       if (has_ref && key != "$ref") {
         add(at, "not-enforced", "\"" + key + "\" beside $ref is ignored by valijson 1.0; move it into the referenced schema");
@@ -66,7 +59,7 @@ class Auditor {
           add(at, "unsupported", "\"" + key + "\" must be an object at the schema's root");
           continue;
         }
-        for (const auto& [name, sub] : value.items()) schema(sub, at + "/" + escape_token(name), false);
+        for (const auto& [name, sub] : value.items()) schema(sub, at + "/" + json_pointer_token(name), false);
       } else if (key == "$ref") {
         ref(value, at);
       } else if (key == "properties") {
@@ -74,7 +67,7 @@ class Auditor {
           add(at, "bad-value", "\"properties\" must be an object");
           continue;
         }
-        for (const auto& [name, sub] : value.items()) schema(sub, at + "/" + escape_token(name), false);
+        for (const auto& [name, sub] : value.items()) schema(sub, at + "/" + json_pointer_token(name), false);
       } else if (key == "additionalProperties" || key == "items") {
         if (key == "items" && value.is_array()) {
           add(at, "unsupported", "tuple-form \"items\" is not supported; use one schema for every item");
@@ -199,7 +192,7 @@ void find_long(const json& root, const json* node, const json& value, const std:
     }
   } else if (value.is_object()) {
     for (const auto& [k, v] : value.items()) {
-      if (const json* c = child(root, node, k)) find_long(root, c, v, ptr + "/" + escape_token(k), out);
+      if (const json* c = child(root, node, k)) find_long(root, c, v, ptr + "/" + json_pointer_token(k), out);
     }
   } else if (value.is_array()) {
     auto i = node->find("items");

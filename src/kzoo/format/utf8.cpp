@@ -50,4 +50,14 @@ TextPosition position_of(std::string_view text, std::size_t offset) {
   return p;
 }
 
+std::string json_pointer_token(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
 }  // namespace kzoo::format

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace kzoo::format {
@@ -22,5 +23,8 @@ std::optional<TextPosition> find_invalid_utf8(std::string_view text);
 
 // Line and column (1-based, columns in code points) of byte `offset`.
 TextPosition position_of(std::string_view text, std::size_t offset);
+
+// One reference token of a JSON pointer (RFC 6901): "~" -> "~0", "/" -> "~1".
+std::string json_pointer_token(std::string_view s);
 
 }  // namespace kzoo::format
