@@ -81,6 +81,25 @@ class Child:
         if r[0] != "ok":
             raise ChildFailure("protocol", "child setup failed: %s" % (r[1:],))
         self.pid = self.proc.pid
+        self.in_arena = None
+        self.out_arena = None
+
+    def arenas(self, in_bytes, out_bytes):
+        """CPU: make sure this child's input and output arenas (arena.py) hold at least
+        these many bytes; a grown pair is mapped into the child once. Each child has its
+        own pair, so the submission's child never sees the incumbent's memory."""
+        from . import arena
+        if (self.in_arena is not None and self.in_arena.numel() >= in_bytes
+                and self.out_arena is not None and self.out_arena.numel() >= out_bytes):
+            return self.in_arena, self.out_arena
+        # Grow by half again so that a slowly rising need does not re-map on every batch.
+        grow = lambda have, need: need if have is None else max(need, have.numel() * 3 // 2)  # noqa: E731
+        self.in_arena = arena.new(grow(self.in_arena, in_bytes))
+        self.out_arena = arena.new(grow(self.out_arena, out_bytes))
+        r = self.request(("arena", self.in_arena, self.out_arena), 60)
+        if r[0] != "ok":
+            raise ChildFailure("protocol", "the child refused its arenas: %s" % (r[1:],))
+        return self.in_arena, self.out_arena
 
     def send(self, msg):
         try:

@@ -61,6 +61,7 @@ class Harness:
         self.flush_buf = None
         self.sets = []
         self.keep = None  # outputs of the last reply stay alive until the next command (CUDA IPC)
+        self.out_arena = None  # CPU: the judge's output arena (arena.py); outputs are copied there
 
     # --- messages -----------------------------------------------------------
     def setup(self, device, l2_bytes):
@@ -87,6 +88,33 @@ class Harness:
             return ("error", "module %s has no callable %r" % (path, entry))
         self.fn = fn
         return ("ok", None)
+
+    def arena(self, in_arena, out_arena):
+        # The input arena needs no handle here: the sets arrive as views of it.
+        self.out_arena = out_arena
+        return ("ok", None)
+
+    def _send_outputs(self, outs):
+        """Normalised outputs for the reply: descriptors into the output arena on the
+        CPU (copied here, inside the judge's clock), the tensors themselves otherwise."""
+        norm = []
+        for i, r in enumerate(outs):
+            lst, why = _normalise(r, self.sets[i])
+            if why:
+                return None, ("bad_output", i, why)
+            norm.append(lst)
+        if self.out_arena is None or self.device != "cpu":
+            self.keep = norm
+            return norm, None
+        from .arena import pack
+        descs, offset = [], 0
+        for i, lst in enumerate(norm):
+            try:
+                d, offset = pack(self.out_arena, lst, offset)
+            except ValueError as e:
+                return None, ("bad_output", i, str(e))
+            descs.append(d)
+        return descs, None
 
     def prepare(self, sets):
         self.sets = sets
@@ -141,14 +169,8 @@ class Harness:
         self._sync()
         if cuda:
             times = [int(s.elapsed_time(e) * 1e6) for s, e in zip(starts, ends)]
-        norm = []
-        for i, r in enumerate(outs):
-            lst, why = _normalise(r, self.sets[i])
-            if why:
-                return ("bad_output", i, why)
-            norm.append(lst)
-        self.keep = norm
-        return ("done", times, norm)
+        sent, bad = self._send_outputs(outs)
+        return bad or ("done", times, sent)
 
     def profile(self, opts):
         """Untimed profiler pass over the prepared sets: op/kernel names, and the outputs (checked too)."""
@@ -160,14 +182,8 @@ class Harness:
             for args in self.sets:
                 outs.append(self.fn(*args))
             self._sync()
-        norm = []
-        for i, r in enumerate(outs):
-            lst, why = _normalise(r, self.sets[i])
-            if why:
-                return ("bad_output", i, why)
-            norm.append(lst)
-        self.keep = norm
-        return ("profile", _events(prof, self.device), len(self.sets), norm)
+        sent, bad = self._send_outputs(outs)
+        return bad or ("profile", _events(prof, self.device), len(self.sets), sent)
 
 
 def _events(prof, device):
@@ -189,37 +205,27 @@ def _events(prof, device):
     return out
 
 
-def _span(t):
-    if t.numel() == 0:
-        return None
-    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-    n = st.nbytes() if hasattr(st, "nbytes") else st.size() * t.element_size()
-    return (t.device.type, st.data_ptr(), st.data_ptr() + n)
-
-
-def _overlap(a, b):
-    return a is not None and b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
-
-
 def _normalise(r, args):
     """Outputs as a list, or the reason they cannot be sent. The aliasing check
-    here matters on the GPU, where a received CUDA tensor cannot be sent back
-    (the judge checks CPU aliasing itself, authoritatively)."""
+    here is a courtesy (a clear message for an honest mistake); what aliasing
+    could buy -- a mutated read-only input, late writes -- the judge checks on
+    its own copies."""
     import torch
+    from .arena import overlap, span
     if r is None:
         return [], None
     items = list(r) if isinstance(r, (tuple, list)) else [r]
     for j, t in enumerate(items):
         if type(t) is not torch.Tensor:
             return None, "output %d is a %s, not exactly torch.Tensor (subclasses and lazy results are refused)" % (j, type(t).__name__)
-    in_spans = [_span(a) for a in args if isinstance(a, torch.Tensor)]
-    out_spans = [_span(t) for t in items]
+    in_spans = [span(a) for a in args if isinstance(a, torch.Tensor)]
+    out_spans = [span(t) for t in items]
     for j, sp in enumerate(out_spans):
         for k, isp in enumerate(in_spans):
-            if _overlap(sp, isp):
+            if overlap(sp, isp):
                 return None, "output %d shares memory with input %d (aliasing is refused)" % (j, k)
         for k in range(j):
-            if _overlap(sp, out_spans[k]):
+            if overlap(sp, out_spans[k]):
                 return None, "outputs %d and %d share memory (aliasing is refused)" % (k, j)
     return items, None
 
@@ -257,7 +263,7 @@ def main():
             if op == "exit":
                 return 0
             reply = {
-                "setup": h.setup, "load": h.load, "prepare": h.prepare, "go": h.go, "profile": h.profile,
+                "setup": h.setup, "load": h.load, "arena": h.arena, "prepare": h.prepare, "go": h.go, "profile": h.profile,
             }[op](*args)
         except BaseException as e:  # noqa: BLE001 - reported to the judge as text
             if isinstance(e, KeyboardInterrupt):

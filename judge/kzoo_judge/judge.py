@@ -12,7 +12,8 @@ import time
 
 import torch
 
-from . import ab, compare, dtypes, gates, inputs, reference, timing
+from . import ab, arena, compare, dtypes, gates, inputs, reference, timing
+from .arena import overlap, span
 from .channel import Child, ChildFailure
 
 
@@ -57,16 +58,6 @@ class Case:
         self.graded_index = graded_index
 
 
-def _span(t):
-    if t.numel() == 0:
-        return None
-    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-    n = st.nbytes() if hasattr(st, "nbytes") else st.size() * t.element_size()
-    return (t.device.type, st.data_ptr(), st.data_ptr() + n)
-
-
-def _overlap(a, b):
-    return a is not None and b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
 
 
 def _bits_equal(a, b):
@@ -126,6 +117,8 @@ class Judge:
             samples = []
             for _ in range(3):
                 for n in (2, 8):
+                    if self.device == "cpu":
+                        child.arenas(*self._arena_bytes(dims, n))
                     child.request(("prepare", [[] for _ in range(n)]), 60)
                     t0 = time.perf_counter_ns()
                     r = child.request(("go", "trivial", {"out_specs": out_specs, "flush": True}), 60)
@@ -183,10 +176,12 @@ class Judge:
         chosen = child or self.child
         seeds = [self.secret.derive(*lab) for lab in labels]
         sets = [inputs.make_inputs(self.task, dims, s, self.device) for s in seeds]
+        out_arena = None
         if self.device == "cpu":
-            for st in sets:
-                for t in st:
-                    t.share_memory_()
+            in_arena, out_arena = chosen.arenas(*self._arena_bytes(dims, len(sets)))
+            offset = 0
+            for k, st in enumerate(sets):
+                sets[k], offset = arena.place(in_arena, st, offset)
         opts = {"poison": 2 * self._set_bytes(dims) + 4096 if mode in ("call", "profile") else 0, "flush": mode == "timed"}
         chosen.request(("prepare", sets), 120)
         if self.device == "cuda":
@@ -210,6 +205,8 @@ class Judge:
             raise CaseFailure("error", "the child broke the protocol: %r" % (r[0],))
         else:
             child_ns, outs = list(r[1]), r[2]
+        if out_arena is not None:
+            outs = self._unpack_outputs(out_arena, outs)
         chosen.stop()
         try:
             self._verify_batch(dims, seeds, sets, outs, labels, record)
@@ -220,6 +217,30 @@ class Judge:
         finally:
             chosen.cont()
         return child_ns, wall
+
+    def _arena_bytes(self, dims, n):
+        """(input, output) arena bytes for a batch of n calls. The output side has room for
+        four times the declared outputs, so that a wrong dtype or shape still arrives and is
+        refused by the structure check with its real reason."""
+        def slots(specs, shapes):
+            return sum(arena.aligned(int(torch.Size(sh).numel()) * torch.empty((), dtype=dtypes.torch_dtype(sp.dtype)).element_size())
+                       for sp, sh in zip(specs, shapes))
+        ret = self.task.returned_outputs()
+        ret_shapes = [self.task.output_shapes(dims)[self._ret_index(j)] for j in range(len(ret))]
+        return n * slots(self.task.inputs, self.task.input_shapes(dims)), n * (4 * slots(ret, ret_shapes) + arena.ALIGN)
+
+    def _unpack_outputs(self, out_arena, descs):
+        """The outputs of a CPU batch as views of the judge's output arena; the child's
+        descriptors are checked, never trusted."""
+        if not isinstance(descs, list):
+            raise CaseFailure("error", "the child broke the protocol: outputs are not a list")
+        taken, outs = [], []
+        for i, d in enumerate(descs):
+            views, why = arena.unpack(out_arena, d, taken)
+            if why:
+                raise CaseFailure("incorrect", "call %d: %s" % (i, self._name_indices(why)))
+            outs.append(views)
+        return outs
 
     def _verify_batch(self, dims, seeds, sets, outs, labels, record):
         inplace = [self.task.input_index(n) for n in self.task.in_place]
@@ -288,16 +309,16 @@ class Judge:
         return names.index(self.task.returned_outputs()[j].name)
 
     def _check_aliasing(self, i, st, outs, inplace):
-        in_spans = [(self.task.inputs[k].name, _span(t)) for k, t in enumerate(st)]
-        out_spans = [_span(t) for t in outs]
+        in_spans = [(self.task.inputs[k].name, span(t)) for k, t in enumerate(st)]
+        out_spans = [span(t) for t in outs]
         names = [s.name for s in self.task.returned_outputs()]
         for j, sp in enumerate(out_spans):
             for name, isp in in_spans:
-                if _overlap(sp, isp):
+                if overlap(sp, isp):
                     raise CaseFailure("incorrect", "call %d: output %r shares memory with input %r (aliasing is refused)"
                                       % (i, names[j], name))
             for k in range(j):
-                if _overlap(sp, out_spans[k]):
+                if overlap(sp, out_spans[k]):
                     raise CaseFailure("incorrect", "call %d: outputs %r and %r share memory" % (i, names[k], names[j]))
 
     # --- phases ----------------------------------------------------------------

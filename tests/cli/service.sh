@@ -228,12 +228,16 @@ json "$T/wrong.json" 'any("correct" in r.lower() for r in d["reasons"])'
 json "$T/wrong.json" 'any(c["correct"] is False for c in d["cases"])'
 check "no commit for the incorrect submission" "$([ "$(head_of_main)" = "$after1" ]; echo $?)"
 
-# ---------------------------------------------------------------- 3. (not checked here yet)
-# "A slower source than the incumbent is rejected" is checked by the worker's
-# and verdict's unit tests. End to end it currently FAILS: with the fused
-# softmax as the incumbent, the 6x-slower source was measured faster and
-# accepted (A/B bias of the incumbent's slot on the CPU, an open bug recorded
-# on the service issue). The check returns here with the fix.
+# ---------------------------------------------------------------- 3. slower than the incumbent: rejected, no commit
+# The incumbent is now the fused softmax (tens of microseconds a call at the CPU
+# measure shapes): the A/B must not let the harness's own cost decide.
+run_to "submit DIR (the six-pass softmax, after the fused one) is rejected" 1 \
+  "$KZOO" submit "$SLOWPKG" --submitter e2e --summary "softmax: six passes" --json
+cp "$T/out" "$T/slow.json"
+remember_id "$T/slow.json"
+json "$T/slow.json" 'd["state"] == "rejected" and any("not faster" in r for r in d["reasons"])'
+json "$T/slow.json" 'all(c["correct"] is True for c in d["cases"])'
+check "no commit for the slower submission" "$([ "$(head_of_main)" = "$after1" ]; echo $?)"
 
 # ---------------------------------------------------------------- 4. --json of status and kernels
 run_to "status --json of the accepted submission" 0 "$KZOO" status "$fused_id" --json
@@ -298,7 +302,7 @@ for id in "${IDS[@]}"; do
   "$KZOO" status "$id" --json >"$T/st.json" 2>/dev/null
   json "$T/st.json" 'd["id"] == '"$id"' and d["final"] is True'
 done
-check "every submission got an id (${#IDS[@]} of 3)" "$([ ${#IDS[@]} = 3 ]; echo $?)"
+check "every submission got an id (${#IDS[@]} of 4)" "$([ ${#IDS[@]} = 4 ]; echo $?)"
 
 echo "$CHECKS checks, $FAILS failed"
 [ "$FAILS" = 0 ]

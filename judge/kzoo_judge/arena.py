@@ -1,0 +1,131 @@
+"""Shared-memory arenas: how input sets and outputs cross between judge and child on the CPU.
+
+Why: torch's per-tensor sharing (`share_memory_()` with the file_system
+strategy) creates a shared-memory file for every tensor, through torch's
+shm manager. That costs milliseconds per tensor on a loaded machine and
+varies by as much, and the outputs' share sits inside the judge's clock.
+When it dwarfs a fast CPU call, the cross-check (timing.cross_check) cannot
+tell harness noise from a lying timer and replaces honest samples with the
+judge's noisy figure -- which penalised the faster side of an A/B run.
+
+Instead each child gets two judge-owned arenas, mapped once: the judge
+copies every input set into the input arena and the child calls the
+submission on views of it; the child copies every output into the output
+arena (a memcpy: microseconds, proportional to the bytes, and inside the
+timed window, so late work still cannot hide) and sends only descriptors.
+
+The child is untrusted: `unpack` checks every descriptor (dtype, shape,
+bounds, alignment, no overlap) before the judge builds a view.
+"""
+
+import torch
+
+ALIGN = 64  # bytes: every slot starts on a cache line, so any dtype's view is aligned
+
+# Dtypes an output may claim: every dtype the task schema can name, as torch spells it.
+_DTYPES = {
+    name: getattr(torch, name)
+    for name in ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+                 "float8_e4m3fn", "float8_e5m2", "complex64", "complex128")
+    if isinstance(getattr(torch, name, None), torch.dtype)
+}
+
+
+def span(t):
+    """(device, first byte, one past the last byte) a tensor's view can reach; None when empty.
+    The view's own extent, not its storage's: slots of one arena are distinct memory."""
+    if t.numel() == 0:
+        return None
+    reach = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    start = t.data_ptr()
+    return (t.device.type, start, start + (reach + 1) * t.element_size())
+
+
+def overlap(a, b):
+    return a is not None and b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
+
+def aligned(n):
+    return (int(n) + ALIGN - 1) // ALIGN * ALIGN
+
+
+def nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def dtype_name(dt):
+    return str(dt).replace("torch.", "")
+
+
+def new(size):
+    """A zeroed, shared CPU byte arena of at least `size` bytes (never empty)."""
+    return torch.zeros(max(aligned(size), ALIGN), dtype=torch.uint8).share_memory_()
+
+
+def view(arena, offset, dtype, shape):
+    n = 1
+    for d in shape:
+        n *= d
+    size = n * torch.empty((), dtype=dtype).element_size()
+    return arena[offset:offset + size].view(dtype).view(tuple(shape))
+
+
+def place(arena, tensors, offset=0):
+    """Copy `tensors` into consecutive aligned slots from `offset`. Returns (views, next offset).
+    The caller sized the arena; a tensor that does not fit raises ValueError."""
+    views = []
+    for t in tensors:
+        size = nbytes(t)
+        if offset + size > arena.numel():
+            raise ValueError("needs %d bytes at offset %d, the arena holds %d" % (size, offset, arena.numel()))
+        v = view(arena, offset, t.dtype, list(t.shape))
+        v.copy_(t)
+        views.append(v)
+        offset += aligned(size)
+    return views, offset
+
+
+def pack(arena, outputs, offset=0):
+    """The child's side: copy one call's outputs into the arena.
+    Returns (descriptors, next offset) or raises ValueError when they do not fit."""
+    descs = []
+    for t in outputs:
+        size = nbytes(t)
+        if offset + size > arena.numel():
+            raise ValueError("an output of %d bytes (%s %s) does not fit: the outputs are larger than the task declares"
+                             % (size, dtype_name(t.dtype), list(t.shape)))
+        view(arena, offset, t.dtype, list(t.shape)).copy_(t)
+        descs.append((offset, dtype_name(t.dtype), [int(d) for d in t.shape]))
+        offset += aligned(size)
+    return descs, offset
+
+
+def unpack(arena, descs, taken):
+    """The judge's side: views of the arena for one call's descriptors, every field checked.
+    `taken` is a list of (start, end) byte ranges already handed out in this batch (updated).
+    Returns (views, None) or (None, reason)."""
+    if not isinstance(descs, list):
+        return None, "the outputs' descriptors are not a list"
+    out = []
+    for j, d in enumerate(descs):
+        if not (isinstance(d, tuple) and len(d) == 3):
+            return None, "output %d: malformed descriptor" % j
+        off, dname, shape = d
+        if type(off) is not int or off < 0 or off % ALIGN:
+            return None, "output %d: bad arena offset %r" % (j, off)
+        if dname not in _DTYPES:
+            return None, "output %d: dtype %r is not one kzoo knows" % (j, dname)
+        if not isinstance(shape, list) or len(shape) > 16 or any(type(s) is not int or s < 0 for s in shape):
+            return None, "output %d: bad shape %r" % (j, shape)
+        n = 1
+        for s in shape:
+            n *= s
+        size = n * torch.empty((), dtype=_DTYPES[dname]).element_size()
+        if off + size > arena.numel():
+            return None, "output %d: %d bytes at offset %d run past the arena (%d bytes)" % (j, size, off, arena.numel())
+        if size and any(off < e and s < off + size for s, e in taken):
+            return None, "output %d overlaps another output in the arena (aliasing is refused)" % j
+        if size:
+            taken.append((off, off + size))
+        out.append(view(arena, off, _DTYPES[dname], shape))
+    return out, None
