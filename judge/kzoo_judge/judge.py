@@ -88,6 +88,7 @@ class Judge:
         self.child = None
         self.overheads = {}
         self.build_error = None
+        self.phases = timing.Phases(torch.cuda.synchronize if device == "cuda" else None)
         self.ab = ab.Incumbent(self, options.incumbent_src) if options.incumbent_src else None
 
     # --- the child -----------------------------------------------------------
@@ -175,7 +176,8 @@ class Judge:
         incumbent's correctness is reported, not required)."""
         chosen = child or self.child
         seeds = [self.secret.derive(*lab) for lab in labels]
-        sets = [inputs.make_inputs(self.task, dims, s, self.device) for s in seeds]
+        with self.phases("inputs"):
+            sets = [inputs.make_inputs(self.task, dims, s, self.device) for s in seeds]
         out_arena = None
         if self.device == "cpu":
             in_arena, out_arena = chosen.arenas(*self._arena_bytes(dims, len(sets)))
@@ -193,6 +195,9 @@ class Judge:
         except ChildFailure as e:
             raise CaseFailure("timeout" if e.kind == "timeout" else "error", str(e))
         wall = time.perf_counter_ns() - t0
+        self.phases.add("child batches", wall / 1e9)
+        if r[0] == "done" and len(r) == 3 and isinstance(r[1], list):
+            self.phases.note("of which timed calls (child's figures)", sum(t for t in r[1] if isinstance(t, (int, float))) / 1e9)
         if r[0] == "raised":
             raise CaseFailure("error", "the submission raised on call %d: %s" % (r[1], r[2].strip().splitlines()[-1] if r[2].strip() else "?"))
         if r[0] == "bad_output":
@@ -209,7 +214,8 @@ class Judge:
             outs = self._unpack_outputs(out_arena, outs)
         chosen.stop()
         try:
-            self._verify_batch(dims, seeds, sets, outs, labels, record)
+            with self.phases("checks"):
+                self._verify_batch(dims, seeds, sets, outs, labels, record)
         except CaseFailure as e:
             if lenient is None or e.status != "incorrect":
                 raise
@@ -270,14 +276,16 @@ class Judge:
                     raise CaseFailure("incorrect", "call %d: outputs changed after the child reported done "
                                       "(work finishing late, outside the timed window)" % i)
         for i, (st, seed) in enumerate(zip(sets, seeds)):
-            pristine = inputs.make_inputs(self.task, dims, seed, self.device)
+            with self.phases("inputs"):
+                pristine = inputs.make_inputs(self.task, dims, seed, self.device)
             if self.task.read_only_inputs:
                 for k, (a, b) in enumerate(zip(st, pristine)):
                     if k not in inplace and not _bits_equal(a, b):
                         raise CaseFailure("incorrect", "call %d modified input %r, which is read-only"
                                           % (i, self.task.inputs[k].name))
             try:
-                expected = reference.run(self.ref, self.task, pristine)
+                with self.phases("reference"):
+                    expected = reference.run(self.ref, self.task, pristine)
             except reference.ReferenceError_ as e:
                 raise CaseFailure("error", "reference failed (a task problem, not the submission's): %s" % e)
             v = compare.compare(snaps[i], expected, self.specs, self.task.comparator, self.task.tolerance,
@@ -380,7 +388,9 @@ class Judge:
         results = []
         corr_verdicts, corr_fail = [], None
         try:
-            self._ensure_child(cases)
+            with self.phases("child start and import"):
+                self._ensure_child(cases)
+            log("child ready (%s); correctness trials next" % self.phases.summary())
             workloads = sorted({c.workload for c in cases})
             for w in workloads:
                 try:
@@ -396,13 +406,16 @@ class Judge:
                 results.append(self._case_doc(c, status, False, [], None, {}, str(e)))
             self._drop_child()
             return self._document(results)
-        for c in cases:
+        log("correctness trials done (%s)" % self.phases.summary())
+        for k, c in enumerate(cases):
             results.append(self._run_case(c, corr_verdicts, corr_fail, cases))
+            log("case %d/%d %s: %s (%s)" % (k + 1, len(cases), c.id, results[-1]["status"], self.phases.summary()))
         if self.child is not None:
             self.child.close()
             self.child = None
         if self.ab is not None:
             self.ab.close()
+        log("time: %s" % self.phases.summary())
         return self._document(results)
 
     def _run_case(self, case, corr_verdicts, corr_fail, cases):
@@ -414,7 +427,8 @@ class Judge:
         try:
             self._ensure_child(cases)
             samples, flagged, figures, overhead = self.timed(case, dims, verdicts)
-            events, calls, ref_names = self.profile(case, dims, verdicts)
+            with self.phases("profiler pass"):
+                events, calls, ref_names = self.profile(case, dims, verdicts)
         except (CaseFailure, ChildFailure) as e:
             status = getattr(e, "status", "error")
             if status in ("timeout", "error") or isinstance(e, ChildFailure):

@@ -11,7 +11,9 @@ samples are replaced by the judge-derived per-call time: the submission then
 gets the honest (slightly pessimistic) figure, never a faster one.
 """
 
+import contextlib
 import math
+import time
 
 # A child total below this fraction of the judge's estimate is implausible.
 PLAUSIBLE_FRACTION = 0.75
@@ -98,3 +100,45 @@ def metric_value(metric, work, seconds):
     if not seconds > 0:
         return math.inf
     return work / seconds / SCALE.get(metric, 1.0)
+
+
+class Phases:
+    """Where a judge run's wall time goes (inputs, reference, the child's batches, checks, ...),
+    for the progress log and the grading-overhead figure in docs/PERF.md. Each phase counts its
+    own time only: a phase nested in another is taken out of the outer one. `notes` are figures
+    that are not part of the partition (the child's own per-call total)."""
+
+    def __init__(self, sync=None):
+        self.start = time.perf_counter()
+        self.totals = {}
+        self.notes = {}
+        self.sync = sync  # called before reading the clock (CUDA: device work is asynchronous)
+        self._inner = [0.0]
+
+    @contextlib.contextmanager
+    def __call__(self, name):
+        t0 = time.perf_counter()
+        self._inner.append(0.0)
+        try:
+            yield
+        finally:
+            if self.sync is not None:
+                self.sync()
+            spent = time.perf_counter() - t0
+            inner = self._inner.pop()
+            self._inner[-1] += spent
+            self.totals[name] = self.totals.get(name, 0.0) + spent - inner
+
+    def add(self, name, seconds):
+        """A phase timed elsewhere (the judge's clock over a batch)."""
+        self.totals[name] = self.totals.get(name, 0.0) + seconds
+        self._inner[-1] += seconds
+
+    def note(self, name, seconds):
+        self.notes[name] = self.notes.get(name, 0.0) + seconds
+
+    def summary(self):
+        wall = time.perf_counter() - self.start
+        parts = ", ".join("%s %.2f s" % (k, v) for k, v in sorted(self.totals.items(), key=lambda kv: -kv[1]))
+        notes = "".join("; %s %.2f s" % kv for kv in sorted(self.notes.items()))
+        return "wall %.2f s: %s; other %.2f s%s" % (wall, parts, wall - sum(self.totals.values()), notes)

@@ -124,3 +124,49 @@ class Measures(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Chunked(unittest.TestCase):
+    """Large outputs are compared in chunks on their own device; the verdict must not depend on the chunk size."""
+
+    def every_measure(self, out, exp, dtype="float32"):
+        return [(v.ok, v.error_rel, v.error_abs_max, v.reason) for v in
+                (cmp(out, exp, c, tol, dtype=dtype) for c, tol in
+                 (("relative-frobenius", 1e-2), ("rowwise", 1e-2), ("exact", 0.0)))]
+
+    def test_the_same_verdicts_with_tiny_chunks(self):
+        g = torch.Generator().manual_seed(7)
+        exp = torch.randn(37, 11, generator=g)
+        out = exp + 1e-3 * torch.randn(37, 11, generator=g)
+        out[20, 3] = exp[20, 3] + 5.0
+        nan_out = out.clone()
+        nan_out[30, 7] = float("nan")
+        cases = [(out, exp), (exp.clone(), exp), (nan_out, exp), (out.to(torch.bfloat16), exp.to(torch.bfloat16))]
+        whole = [self.every_measure(o, e, "bfloat16" if o.dtype == torch.bfloat16 else "float32") for o, e in cases]
+        old = compare.CHUNK
+        try:
+            compare.CHUNK = 13  # rounds down to whole rows: one row of 11 per chunk
+            tiny = [self.every_measure(o, e, "bfloat16" if o.dtype == torch.bfloat16 else "float32") for o, e in cases]
+        finally:
+            compare.CHUNK = old
+        for w, t in zip(whole, tiny):
+            for (wok, wrel, wabs, wr), (tok, trel, tabs, tr) in zip(w, t):
+                self.assertEqual(wok, tok)
+                self.assertEqual(wr, tr)
+                self.assertAlmostEqual(wabs, tabs, places=12)
+                if math.isfinite(wrel):
+                    self.assertAlmostEqual(wrel, trel, places=9)
+
+    def test_the_first_nan_mismatch_is_named_by_its_index_across_chunks(self):
+        exp = torch.zeros(6, 4)
+        out = exp.clone()
+        out[4, 2] = float("nan")
+        out[5, 0] = float("inf")
+        old = compare.CHUNK
+        try:
+            compare.CHUNK = 4
+            v = cmp(out, exp)
+        finally:
+            compare.CHUNK = old
+        self.assertFalse(v.ok)
+        self.assertIn("at 2 positions (first at index [4, 2])", v.reason)

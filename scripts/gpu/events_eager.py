@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Where a GPU call's time goes, outside the judge: the same eager package timed in one
+process with CUDA events three ways, to split the judge-vs-ncu gap into what the timing
+window itself adds and what the judge's harness adds.
+
+Usage (on the GPU machine, from the repository root):
+  python3 scripts/gpu/events_eager.py TASK.json SRC_DIR SHAPE_INDEX [CALLS]
+
+  sync-then-end  start; fn(); torch.cuda.synchronize(); end   (the judge's window)
+  stream-end     start; fn(); end; synchronize               (stream order only)
+  graph-free gap the sum of the kernels' own durations from torch.profiler, per call
+
+Each call gets one of six fresh input sets from the judge's generator and an L2
+flush (zeroing twice the L2) first, as in the judge. Prints one line per variant.
+"""
+import importlib.util
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "judge"))
+
+import torch  # noqa: E402
+
+from kzoo_judge import inputs, task as task_mod  # noqa: E402
+
+
+def main():
+    task_path, src_dir, shape_index = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    calls = int(sys.argv[4]) if len(sys.argv) > 4 else 30
+    task = task_mod.load(task_path)
+    _, workload = task.workload(None)
+    dims = task.bind(workload, workload["graded"][shape_index])
+    spec = importlib.util.spec_from_file_location("submission", os.path.join(src_dir, task.module))
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, src_dir)
+    spec.loader.exec_module(mod)
+    fn = getattr(mod, task.entry_point)
+    sets = [inputs.make_inputs(task, dims, 2000 + i, "cuda") for i in range(6)]
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+    for s in sets[:2]:
+        fn(*s)
+    torch.cuda.synchronize()
+
+    def window(stream_end):
+        out = []
+        for i in range(calls):
+            flush.zero_()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn(*sets[i % len(sets)])
+            if stream_end:
+                b.record()
+                torch.cuda.synchronize()
+            else:
+                torch.cuda.synchronize()
+                b.record()
+            b.synchronize()
+            out.append(a.elapsed_time(b) * 1e3)
+        return statistics.median(out)
+
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for i in range(5):
+            flush.zero_()
+            fn(*sets[i % len(sets)])
+        torch.cuda.synchronize()
+    kern = [e for e in prof.events() if "CUDA" in str(getattr(e, "device_type", ""))]
+    total = sum(getattr(e, "device_time_total", 0.0) or getattr(e, "cuda_time_total", 0.0) for e in kern)
+    flush_us = sum(getattr(e, "device_time_total", 0.0) or getattr(e, "cuda_time_total", 0.0) for e in kern
+                   if "fill" in e.name.lower() or "zero" in e.name.lower())
+    print("%s shape %s: sync-then-end %.1f us, stream-end %.1f us, profiler kernels %.1f us/call (flush excluded)"
+          % (task.name, dims, window(False), window(True), (total - flush_us) / 5))
+
+
+if __name__ == "__main__":
+    main()
