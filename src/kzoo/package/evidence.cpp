@@ -384,17 +384,19 @@ Violations scan_file_for_evidence(const PackageFile& file, const std::string& di
       break;
     }
   }
-  if (auto f = evidence_detail::find_encoded_blob(text)) add(f->rule, f->pointer, f->detail, kFixData);
-  if (auto f = evidence_detail::find_compiler_output(text)) add(f->rule, f->pointer, f->detail, kFixBuild);
+  // Split, trimmed and comment-stripped once for every detector below.
+  const evidence_detail::TextLines lines = evidence_detail::split_text(text);
+  if (auto f = evidence_detail::find_encoded_blob(lines)) add(f->rule, f->pointer, f->detail, kFixData);
+  if (auto f = evidence_detail::find_compiler_output(lines)) add(f->rule, f->pointer, f->detail, kFixBuild);
   if (authored_meta) return out;  // numbers and key: value lines are what these files are made of
   const TextKind kind = text_kind_of(base, ext);
   const bool meta_by_name = ext == "json" || ext == "yaml" || ext == "yml" || ext == "xml" || ext == "jsonl";
   if (!meta_by_name) {
-    if (auto f = evidence_detail::find_metadata_document(text, kind)) add(f->rule, f->pointer, f->detail, kFixMeta);
+    if (auto f = evidence_detail::find_metadata_document(lines, kind)) add(f->rule, f->pointer, f->detail, kFixMeta);
   }
-  if (auto f = evidence_detail::find_log(text, kind)) add(f->rule, f->pointer, f->detail, kFixLog);
+  if (auto f = evidence_detail::find_log(lines, kind)) add(f->rule, f->pointer, f->detail, kFixLog);
   if (ext != "csv" && ext != "tsv") {
-    if (auto f = evidence_detail::find_table(text, kind)) add(f->rule, f->pointer, f->detail, kFixTable);
+    if (auto f = evidence_detail::find_table(lines, kind)) add(f->rule, f->pointer, f->detail, kFixTable);
   }
   return out;
 }
