@@ -47,17 +47,18 @@ sv PrefixSet::first_match(sv s) const {
   return {};
 }
 
-WordSet::WordSet(std::initializer_list<sv> lower_case_words) : words_(lower_case_words) {
-  std::sort(words_.begin(), words_.end());
-  for (sv w : words_) longest_ = std::max(longest_, w.size());
-  assert(longest_ <= 32);
+WordSet::WordSet(std::initializer_list<sv> lower_case_words) {
+  for (sv w : lower_case_words) {
+    assert(w.size() <= kLongest);
+    by_length_[w.size()].push_back(w);
+  }
 }
 
 bool WordSet::contains_ci(sv word) const {
-  if (word.size() > longest_) return false;  // also bounds the copy below
-  char buf[32];
-  for (std::size_t i = 0; i < word.size(); ++i) buf[i] = lower_ascii(word[i]);
-  return std::binary_search(words_.begin(), words_.end(), sv(buf, word.size()));
+  if (word.size() > kLongest) return false;
+  for (sv w : by_length_[word.size()])
+    if (w.empty() || (lower_ascii(word[0]) == w[0] && iequals(word.substr(1), w.substr(1)))) return true;
+  return false;
 }
 
 // ---------------------------------------------------------------- lines
@@ -118,8 +119,8 @@ TextLines split_text(sv text) {
 // **1.5**, `1.5`, "1.5" (quoted CSV), (1.0) (pytest-benchmark ratios)
 sv strip_decoration(sv cell) {
   sv c = trim(cell);
-  while (!c.empty() && is_one_of(c.front(), "*`\"'(")) c.remove_prefix(1);
-  while (!c.empty() && is_one_of(c.back(), "*`\"')")) c.remove_suffix(1);
+  while (!c.empty() && has_class(c.front(), char_class::kOpenDecoration)) c.remove_prefix(1);
+  while (!c.empty() && has_class(c.back(), char_class::kCloseDecoration)) c.remove_suffix(1);
   return c;
 }
 

@@ -24,7 +24,11 @@ using sv = std::string_view;
 // Character classes by table: the detectors classify every byte of every file
 // several times, and a chain of range tests per byte was a visible cost.
 namespace char_class {
-enum : std::uint8_t { kSpace = 1, kDigit = 2, kAlpha = 4, kHex = 8, kB64 = 16, kWord = 32 };
+enum : std::uint8_t {
+  kSpace = 1, kDigit = 2, kAlpha = 4, kHex = 8, kB64 = 16, kWord = 32,
+  kOpenDecoration = 64,    // * ` " ' (  before a cell's value
+  kCloseDecoration = 128,  // * ` " ' )  after it
+};
 }
 
 inline constexpr std::array<std::uint8_t, 256> kCharClasses = [] {
@@ -40,6 +44,8 @@ inline constexpr std::array<std::uint8_t, 256> kCharClasses = [] {
     if (digit || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) m |= kHex;
     if (alpha || digit || c == '+' || c == '/' || c == '=' || c == '_' || c == '-') m |= kB64;
     if (alpha || digit || c == '_') m |= kWord;
+    if (c == '*' || c == '`' || c == '"' || c == '\'' || c == '(') m |= kOpenDecoration;
+    if (c == '*' || c == '`' || c == '"' || c == '\'' || c == ')') m |= kCloseDecoration;
     t[static_cast<std::size_t>(c)] = m;
   }
   return t;
@@ -102,15 +108,17 @@ class PrefixSet {
 };
 
 // A fixed set of lower-case words, looked up case-insensitively without
-// building a lowered copy (units, measurement header words).
+// building a lowered copy (units, measurement header words). Most words
+// looked up are identifiers that are not in the set: they are turned away by
+// length, then by first letter, before any comparison.
 class WordSet {
  public:
-  WordSet(std::initializer_list<sv> lower_case_words);
+  static constexpr std::size_t kLongest = 32;
+  WordSet(std::initializer_list<sv> lower_case_words);  // each at most kLongest bytes
   bool contains_ci(sv word) const;
 
  private:
-  std::vector<sv> words_;  // sorted
-  std::size_t longest_ = 0;
+  std::array<std::vector<sv>, kLongest + 1> by_length_;
 };
 
 // ---------------------------------------------------------------- lines

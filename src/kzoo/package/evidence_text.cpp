@@ -361,7 +361,25 @@ bool is_compiler_diagnostic(sv s) {
   return false;
 }
 
-bool is_measurement_separator(char c) { return is_space(c) || is_one_of(c, ",;|()[]={}"); }
+// What separates the tokens of a measurement line: whitespace and , ; | ( ) [ ] = { }.
+constexpr std::array<bool, 256> kMeasurementSeparators = [] {
+  std::array<bool, 256> t{};
+  for (unsigned char c : sv(" \t\f\v,;|()[]={}")) t[c] = true;
+  return t;
+}();
+
+bool is_measurement_separator(char c) { return kMeasurementSeparators[static_cast<unsigned char>(c)]; }
+
+// Whether a token can be a number at all: after its leading decoration it
+// starts like one (digit, sign, dot) or like nan/inf. Most tokens of a line
+// of code are names, and stop here.
+bool may_be_number(sv token) {
+  for (char c : token) {
+    if (has_class(c, char_class::kOpenDecoration)) continue;
+    return is_digit(c) || is_one_of(c, "+-.nNiI");
+  }
+  return false;
+}
 
 // A number token whose own characters carry a unit: "0.12ms", "1.5x",
 // "900GB/s" (not "1e-3", "87%" or "0x1f").
@@ -392,6 +410,7 @@ bool is_measurement_line(sv s) {
     // "12 ms": the unit is the token after a bare number.
     if (unit_may_follow && is_time_or_rate_unit(token)) unit = true;
     unit_may_follow = false;
+    if (!may_be_number(token)) continue;
     sv tk = strip_decoration(token);
     while (!tk.empty() && tk.back() == ':') tk.remove_suffix(1);
     // A quote glued to a number is a string literal in code, not a reading.
