@@ -22,7 +22,26 @@ bool is_md_separator(const std::vector<sv>& cells) {
 
 struct TableRun {
   std::size_t start = 0, cells = 0, data = 0, fractional = 0;
-  bool markdown = false, perf = false, active = false;
+  bool markdown = false, active = false;
+};
+
+// Whether a run is under measurement headers: some line of its header (the
+// line before it, and header-like rows before its first data row) has a
+// measurement word. Only a run with data rows can be flagged, so the lines
+// are kept and looked at then, not on every line that might start a run.
+class PerfHeader {
+ public:
+  void reset(sv header) {
+    lines_.clear();
+    add(header);
+  }
+  void add(sv line) {
+    if (!line.empty()) lines_.push_back(line);
+  }
+  bool any() const { return std::any_of(lines_.begin(), lines_.end(), has_perf_keyword); }
+
+ private:
+  std::vector<sv> lines_;
 };
 
 // The lines a table detector reads: in code, without comment markers (a
@@ -157,24 +176,31 @@ std::string unbox(sv text) {
 // Delimiter-separated tables (',' '\t' ';' '|'), one delimiter per pass.
 std::optional<Finding> find_separated_table(const std::vector<sv>& lines, TextKind kind, char d) {
   TableRun run;
+  PerfHeader perf_header;
   sv header;
   std::optional<Finding> hit;
   std::vector<sv> cells;  // reused for every line
+  auto start_run = [&](std::size_t n, std::size_t width, bool markdown) {
+    run = TableRun{n, width, 0, 0, markdown, true};
+    perf_header.reset(header);
+  };
   auto close = [&]() {
     if (!run.active) return;
+    // Every verdict needs a data row; only then are the headers read.
+    const bool perf = run.data >= 1 && perf_header.any();
     // Pipe tables (Markdown, RST grids) are how authors document parameters:
     // they need measurement headers, or many fractional rows.
     bool flagged = (run.markdown || d == '|')
-                       ? ((run.perf && run.data >= 1) || (run.data >= 8 && run.fractional * 2 >= run.data) ||
+                       ? ((perf && run.data >= 1) || (run.data >= 8 && run.fractional * 2 >= run.data) ||
                           run.data >= 20)
-                       : ((run.perf && run.data >= 2) || run.data >= 5 ||
+                       : ((perf && run.data >= 2) || run.data >= 5 ||
                           (kind == TextKind::Prose && run.data >= 3 && run.fractional * 2 >= run.data));
     if (flagged && !hit) {
       std::string what = d == ',' ? "comma-separated" : d == '\t' ? "tab-separated" : d == ';' ? "semicolon-separated"
                          : d == '|' ? (run.markdown ? "Markdown" : "pipe-separated") : "column-aligned";
       hit = Finding{"evidence.table", line_ptr(run.start),
                     "holds a " + what + " table with " + std::to_string(run.data) + " rows of numbers" +
-                        (run.perf ? " under measurement headers (time/latency/throughput...)" : "") +
+                        (perf ? " under measurement headers (time/latency/throughput...)" : "") +
                         ": results and statistics are not package content"};
     }
     run = TableRun{};
@@ -185,7 +211,7 @@ std::optional<Finding> find_separated_table(const std::vector<sv>& lines, TextKi
     if (d == '|' && has_d) {
       split_cells(t, '|', cells);
       if (is_md_separator(cells)) {
-        if (!run.active) run = TableRun{n, cells.size(), 0, 0, false, has_perf_keyword(header), true};
+        if (!run.active) start_run(n, cells.size(), false);
         run.markdown = true;
         continue;
       }
@@ -227,10 +253,10 @@ std::optional<Finding> find_separated_table(const std::vector<sv>& lines, TextKi
       close();
       if (!data_row) {
         header = t;
-        run = TableRun{n, cells.size(), 0, 0, false, has_perf_keyword(header), true};
+        start_run(n, cells.size(), false);
         continue;
       }
-      run = TableRun{n, cells.size(), 0, 0, false, has_perf_keyword(header), true};
+      start_run(n, cells.size(), false);
       header = {};
     }
     run.cells = cells.size();
@@ -238,7 +264,7 @@ std::optional<Finding> find_separated_table(const std::vector<sv>& lines, TextKi
       ++run.data;
       if (frac) ++run.fractional;
     } else if (run.data == 0) {
-      run.perf = run.perf || has_perf_keyword(t);
+      perf_header.add(t);
     } else {
       close();
     }
