@@ -173,6 +173,27 @@ bool is_numeric_cell(sv cell) {
   return units.contains_ci(trim(c.substr(i)));
 }
 
+std::size_t count_digits(sv s) {
+  std::size_t n = 0;
+  for (char c : s) n += is_digit(c) ? 1 : 0;
+  return n;
+}
+
+namespace {
+
+// "nan" or "inf" in any case, anywhere in `s`.
+bool has_nan_or_inf(sv s) {
+  for (std::size_t p = 0; p < s.size(); ++p) {
+    if (lower_ascii(s[p]) != 'n') continue;
+    if (iequals(s.substr(p, 3), "nan") || (p > 0 && iequals(s.substr(p - 1, 3), "inf"))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool may_hold_numbers(sv s, std::size_t k) { return count_digits(s) >= k || has_nan_or_inf(s); }
+
 bool is_time_or_rate_unit(sv token) {
   static const WordSet units{"ms",     "msec",   "us",     "\xc2\xb5s", "usec",    "ns",      "sec",
                              "secs",   "seconds", "gb/s",  "tb/s",      "gib/s",   "mb/s",    "tflops",

@@ -155,6 +155,13 @@ sv strip_decoration(sv cell);
 // "1,234,567", "1.53x", "0.12ms", "87%", "nan".
 bool is_numeric_cell(sv cell);
 bool is_time_or_rate_unit(sv token);
+// Digits in `s` (a branch-free pass: cheaper than tokenizing a line that
+// has none).
+std::size_t count_digits(sv s);
+// Whether `s` can hold `k` number cells or tokens: each has a digit ("0x1f"
+// has its '0') or is nan/inf, so a line with fewer digits and no "nan" or
+// "inf" cannot. Most lines of code cannot, and are not tokenized.
+bool may_hold_numbers(sv s, std::size_t k);
 // Header words that mark a table as one of measurements (time, ms, GB/s...).
 bool has_perf_keyword(sv header);
 // A ruler: 8+ characters of - = + | _ : * ~ and spaces.

@@ -60,6 +60,9 @@ struct AlignedRow {
 
 AlignedRow count_aligned_row(sv t) {
   AlignedRow r;
+  // Fewer than three numbers cannot make a data row; how many cells there
+  // are does not matter then.
+  if (!may_hold_numbers(t, 3)) return r;
   for_each_word(t, [&](sv cell) {
     const bool number = is_numeric_cell(cell);
     if (number) ++r.numeric;

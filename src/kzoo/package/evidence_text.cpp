@@ -196,14 +196,6 @@ struct LineTokens {
   std::size_t words = 0;
 };
 
-// Digits in `s` (a branch-free pass: cheaper than tokenizing a line that
-// has none).
-std::size_t count_digits(sv s) {
-  std::size_t n = 0;
-  for (char c : s) n += is_digit(c) ? 1 : 0;
-  return n;
-}
-
 LineTokens tokenize_numbers(sv line) {
   LineTokens t;
   std::size_t i = 0;
@@ -347,8 +339,10 @@ bool has_level_prefix(sv s) {
 std::size_t find_diagnostic_keyword(sv s) {
   static const std::array<sv, 5> after_colon = {": error", ": warning", ": note:", ": fatal error", ": remark"};
   static const std::array<sv, 2> after_paren = {"): error", "): warning"};
-  for (std::size_t p = 0; p < s.size(); ++p) {
-    if (s[p] != ':' && s[p] != ')') continue;
+  for (std::size_t p = 0; p + 1 < s.size(); ++p) {
+    // Every keyword is ": ..." or "):...": most colons and parentheses of
+    // code (def f(x):, a[1:2], call(x)) fail on the next byte.
+    if (!(s[p] == ':' && s[p + 1] == ' ') && !(s[p] == ')' && s[p + 1] == ':')) continue;
     const sv rest = s.substr(p);
     const std::span<const sv> keys = s[p] == ':' ? std::span<const sv>(after_colon) : std::span<const sv>(after_paren);
     for (sv k : keys)
@@ -405,24 +399,11 @@ bool has_unit_suffix(sv number) {
   return true;
 }
 
-// "nan" or "inf" in any case, anywhere in `s`.
-bool has_nan_or_inf(sv s) {
-  for (std::size_t p = 0; p < s.size(); ++p) {
-    if (lower_ascii(s[p]) != 'n') continue;
-    if (iequals(s.substr(p, 3), "nan") || (p > 0 && iequals(s.substr(p - 1, 3), "inf"))) return true;
-  }
-  return false;
-}
-
-// Whether `s` can hold two number tokens: each one has a digit ("0x1f" has
-// its '0'), or is nan/inf. Most lines of code cannot, and are not tokenized.
-bool may_hold_two_numbers(sv s) { return count_digits(s) >= 2 || has_nan_or_inf(s); }
-
 // Two or more numbers of which one carries a unit ("0.12 ms", "900GB/s"):
 // a reading. Tokens are taken one at a time; the answer is known as soon as
 // both are seen.
 bool is_measurement_line(sv s) {
-  if (!may_hold_two_numbers(s)) return false;
+  if (!may_hold_numbers(s, 2)) return false;
   std::size_t numbers = 0;
   bool unit = false, unit_may_follow = false;
   std::size_t i = 0;
