@@ -181,11 +181,20 @@ std::size_t count_digits(sv s) {
 
 namespace {
 
-// "nan" or "inf" in any case, anywhere in `s`.
+// "nan" or "inf" in any case, anywhere in `s`. `c | 0x20` lowers exactly
+// the letters compared here (no other byte maps onto 'a', 'f', 'i' or 'n')
+// without a branch: this runs on most lines of every file.
 bool has_nan_or_inf(sv s) {
-  for (std::size_t p = 0; p < s.size(); ++p) {
-    if (lower_ascii(s[p]) != 'n') continue;
-    if (iequals(s.substr(p, 3), "nan") || (p > 0 && iequals(s.substr(p - 1, 3), "inf"))) return true;
+  auto low = [](char c) { return static_cast<char>(c | 0x20); };
+  if (s.size() < 3) return false;
+  if (low(s[0]) == 'n' && low(s[1]) == 'a' && low(s[2]) == 'n') return true;  // "nan" first: no byte before it
+  // Every other match has a byte on each side of an 'n': the 'n' of "inf",
+  // or the first 'n' of "nan".
+  for (std::size_t p = 1; p + 1 < s.size(); ++p) {
+    if (low(s[p]) != 'n') continue;
+    const char after = low(s[p + 1]);
+    if ((low(s[p - 1]) == 'i' && after == 'f') || (after == 'a' && p + 2 < s.size() && low(s[p + 2]) == 'n'))
+      return true;
   }
   return false;
 }
