@@ -83,12 +83,6 @@ sv trim(sv s) {
   return s;
 }
 
-std::string lower(sv s) {
-  std::string out(s);
-  for (char& c : out) c = lower_ascii(c);
-  return out;
-}
-
 std::string line_ptr(std::size_t index) { return "line " + std::to_string(index + 1); }
 
 // Comment and docstring markers are peeled off so that a log or table pasted

@@ -92,7 +92,7 @@ inline bool ends_with(sv s, sv p) { return s.size() >= p.size() && s.substr(s.si
 // compared only with the prefixes that start like it. first_match() answers
 // as a loop over the list in its order would: the first prefix that matches.
 // Built once (function-local statics); immutable, so safe to share between
-// threads.
+// threads. It keeps views: the prefixes must outlive it (string literals).
 class PrefixSet {
  public:
   PrefixSet(std::initializer_list<sv> prefixes);  // none may be empty
@@ -110,7 +110,8 @@ class PrefixSet {
 // A fixed set of lower-case words, looked up case-insensitively without
 // building a lowered copy (units, measurement header words). Most words
 // looked up are identifiers that are not in the set: they are turned away by
-// length, then by first letter, before any comparison.
+// length, then by first letter, before any comparison. Keeps views, like
+// PrefixSet.
 class WordSet {
  public:
   static constexpr std::size_t kLongest = 32;
@@ -127,7 +128,6 @@ class WordSet {
 std::vector<sv> split_lines(sv text);
 
 sv trim(sv s);
-std::string lower(sv s);
 // "line N" for the 0-based line index.
 std::string line_ptr(std::size_t index);
 

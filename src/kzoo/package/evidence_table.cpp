@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
+#include <string>
 #include <vector>
 
 namespace kzoo::package::evidence_detail {
