@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -255,45 +256,88 @@ struct TextProblem {
   std::string what;
 };
 
+// Whether the 8 bytes at `p` are all printable ASCII (0x20..0x7e): most of
+// a source file, checked a word at a time (bit tricks from "Bit Twiddling
+// Hacks": a byte below 0x20, a zero byte after XOR with DEL, a high bit).
+bool printable_ascii8(const char* p) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+  std::uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  const std::uint64_t high = w & kHighs;
+  const std::uint64_t below_space = (w - kOnes * 0x20) & ~w & kHighs;  // exact when no high bit is set
+  const std::uint64_t x = w ^ (kOnes * 0x7f);
+  const std::uint64_t del = (x - kOnes) & ~x & kHighs;
+  return (high | below_space | del) == 0;
+}
+
 // First byte that makes `c` not authored UTF-8 text: NUL, a control
 // character other than tab/newline/CR/form-feed, DEL, a C1 control, or an
 // invalid, overlong, surrogate or out-of-range UTF-8 sequence.
 std::optional<TextProblem> first_non_text(sv c) {
-  std::size_t line = 1;
   std::size_t i = 0;
   if (c.size() >= 3 && c.substr(0, 3) == "\xef\xbb\xbf") i = 3;  // BOM
   auto hex = [](unsigned v) {
     const char* d = "0123456789abcdef";
     return std::string("0x") + d[(v >> 4) & 15] + d[v & 15];
   };
+  // The line is counted only for the report, not while scanning.
+  auto problem = [&](std::size_t at, std::string what) {
+    const auto newlines = std::count(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+    return TextProblem{at, static_cast<std::size_t>(newlines) + 1, std::move(what)};
+  };
   while (i < c.size()) {
-    unsigned char b = static_cast<unsigned char>(c[i]);
-    if (b == '\n') {
-      ++line, ++i;
+    if (i + 8 <= c.size() && printable_ascii8(c.data() + i)) {
+      i += 8;
       continue;
     }
+    unsigned char b = static_cast<unsigned char>(c[i]);
     if (b < 0x80) {
-      if (b == 0) return TextProblem{i, line, "a NUL byte"};
-      if ((b < 0x20 && b != '\t' && b != '\r' && b != '\f') || b == 0x7f)
-        return TextProblem{i, line, "the control character " + hex(b)};
+      if (b == 0) return problem(i, "a NUL byte");
+      if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r' && b != '\f') || b == 0x7f)
+        return problem(i, "the control character " + hex(b));
       ++i;
       continue;
     }
     std::size_t len = (b & 0xe0) == 0xc0 ? 2 : (b & 0xf0) == 0xe0 ? 3 : (b & 0xf8) == 0xf0 ? 4 : 0;
-    if (len == 0 || i + len > c.size()) return TextProblem{i, line, "invalid UTF-8 (byte " + hex(b) + ")"};
+    if (len == 0 || i + len > c.size()) return problem(i, "invalid UTF-8 (byte " + hex(b) + ")");
     std::uint32_t cp = b & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
     for (std::size_t k = 1; k < len; ++k) {
       unsigned char cb = static_cast<unsigned char>(c[i + k]);
-      if ((cb & 0xc0) != 0x80) return TextProblem{i, line, "invalid UTF-8 (byte " + hex(b) + ")"};
+      if ((cb & 0xc0) != 0x80) return problem(i, "invalid UTF-8 (byte " + hex(b) + ")");
       cp = (cp << 6) | (cb & 0x3f);
     }
     bool overlong = (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
     if (overlong || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-      return TextProblem{i, line, "invalid UTF-8 (overlong, surrogate or out-of-range sequence)"};
-    if (cp >= 0x80 && cp <= 0x9f) return TextProblem{i, line, "a C1 control character"};
+      return problem(i, "invalid UTF-8 (overlong, surrogate or out-of-range sequence)");
+    if (cp >= 0x80 && cp <= 0x9f) return problem(i, "a C1 control character");
     i += len;
   }
   return std::nullopt;
+}
+
+// The longest line (its length and 1-based number; the first of equals).
+struct LongestLine {
+  std::size_t length = 0, line = 0;
+};
+
+LongestLine longest_line(sv c) {
+  LongestLine best;
+  std::size_t start = 0, line = 1;
+  while (true) {
+    const std::size_t nl = c.find('\n', start);
+    const std::size_t end = nl == sv::npos ? c.size() : nl;
+    if (end - start > best.length) best = {end - start, line};
+    if (nl == sv::npos) return best;
+    start = nl + 1;
+    ++line;
+  }
+}
+
+// Old-Mac line ends (a lone CR, not part of CRLF).
+bool has_lone_cr(sv c) {
+  for (std::size_t i = c.find('\r'); i != sv::npos; i = c.find('\r', i + 1))
+    if (i + 1 == c.size() || c[i + 1] != '\n') return true;
+  return false;
 }
 
 }  // namespace
@@ -354,47 +398,36 @@ Violations scan_file_for_evidence(const PackageFile& file, const std::string& di
         "is not text: " + bad->what + " at byte " + std::to_string(bad->offset), kFixBinary);
     return out;  // text heuristics below assume valid UTF-8 text
   }
-  {
-    std::size_t line = 1, longest = 0, longest_line = 0, start = 0;
-    for (std::size_t i = 0; i <= content.size(); ++i) {
-      if (i == content.size() || content[i] == '\n') {
-        if (i - start > longest) longest = i - start, longest_line = line;
-        start = i + 1;
-        ++line;
-      }
-    }
-    if (longest > limits.max_line_bytes) {
-      add("evidence.long-line", "line " + std::to_string(longest_line),
-          "has a line of " + std::to_string(longest) + " bytes (at most " + std::to_string(limits.max_line_bytes) +
-              "): minified or encoded data is not authored source",
-          "wrap the source, or remove the data and generate it in .kernel_package/build_test_env.py");
-    }
+  if (const LongestLine longest = longest_line(content); longest.length > limits.max_line_bytes) {
+    add("evidence.long-line", "line " + std::to_string(longest.line),
+        "has a line of " + std::to_string(longest.length) + " bytes (at most " + std::to_string(limits.max_line_bytes) +
+            "): minified or encoded data is not authored source",
+        "wrap the source, or remove the data and generate it in .kernel_package/build_test_env.py");
   }
   if (content.size() > limits.max_source_bytes) return out;
 
   // Old-Mac line ends (a lone CR) would hide every line structure below.
   std::string normalised;
   sv text = content;
-  for (std::size_t i = 0; i < content.size(); ++i) {
-    if (content[i] == '\r' && (i + 1 == content.size() || content[i + 1] != '\n')) {
-      normalised.assign(content);
-      for (std::size_t k = 0; k < normalised.size(); ++k)
-        if (normalised[k] == '\r' && (k + 1 == normalised.size() || normalised[k + 1] != '\n')) normalised[k] = '\n';
-      text = normalised;
-      break;
-    }
+  if (has_lone_cr(content)) {
+    normalised.assign(content);
+    for (std::size_t k = 0; k < normalised.size(); ++k)
+      if (normalised[k] == '\r' && (k + 1 == normalised.size() || normalised[k + 1] != '\n')) normalised[k] = '\n';
+    text = normalised;
   }
-  if (auto f = evidence_detail::find_encoded_blob(text)) add(f->rule, f->pointer, f->detail, kFixData);
-  if (auto f = evidence_detail::find_compiler_output(text)) add(f->rule, f->pointer, f->detail, kFixBuild);
+  // Split, trimmed and comment-stripped once for every detector below.
+  const evidence_detail::TextLines lines = evidence_detail::split_text(text);
+  if (auto f = evidence_detail::find_encoded_blob(lines)) add(f->rule, f->pointer, f->detail, kFixData);
+  if (auto f = evidence_detail::find_compiler_output(lines)) add(f->rule, f->pointer, f->detail, kFixBuild);
   if (authored_meta) return out;  // numbers and key: value lines are what these files are made of
   const TextKind kind = text_kind_of(base, ext);
   const bool meta_by_name = ext == "json" || ext == "yaml" || ext == "yml" || ext == "xml" || ext == "jsonl";
   if (!meta_by_name) {
-    if (auto f = evidence_detail::find_metadata_document(text, kind)) add(f->rule, f->pointer, f->detail, kFixMeta);
+    if (auto f = evidence_detail::find_metadata_document(lines, kind)) add(f->rule, f->pointer, f->detail, kFixMeta);
   }
-  if (auto f = evidence_detail::find_log(text, kind)) add(f->rule, f->pointer, f->detail, kFixLog);
+  if (auto f = evidence_detail::find_log(lines, kind)) add(f->rule, f->pointer, f->detail, kFixLog);
   if (ext != "csv" && ext != "tsv") {
-    if (auto f = evidence_detail::find_table(text, kind)) add(f->rule, f->pointer, f->detail, kFixTable);
+    if (auto f = evidence_detail::find_table(lines, kind)) add(f->rule, f->pointer, f->detail, kFixTable);
   }
   return out;
 }

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
+#include <bit>
 #include <cstddef>
-#include <cstring>
-#include <set>
+#include <cstdint>
+#include <span>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +30,164 @@ int char_classes(sv s) {
   }
   return int(up) + int(lo) + int(dg);
 }
+
+// (1) One long token of base64/hex characters anywhere (a string literal, a
+// comment, a bare line). A run longer than kBlobRun covers one of every
+// kBlobRun + 1 consecutive positions, so only those positions are looked at,
+// and a run is measured only where one holds a base64 character. Runs are
+// still found in text order, so the first long one is the one reported.
+std::optional<Finding> find_long_token(sv text) {
+  constexpr std::size_t kStride = kBlobRun + 1;
+  for (std::size_t p = 0; p < text.size(); p += kStride) {
+    if (!is_b64(text[p])) continue;
+    std::size_t start = p, end = p;
+    while (start > 0 && is_b64(text[start - 1])) --start;
+    while (end < text.size() && is_b64(text[end])) ++end;
+    const std::size_t len = end - start;
+    if (len > kBlobRun && char_classes(text.substr(start, len)) >= 2) {
+      // '\n' is not base64: the run is on the line its first character is.
+      const auto line = static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(start), '\n'));
+      return Finding{"evidence.encoded-blob", line_ptr(line),
+                     "holds a run of " + std::to_string(len) +
+                         " base64/hex characters: encoded data (a tensor, weights or a binary) "
+                         "is not source, whatever the file is called"};
+    }
+    p = end - end % kStride;  // the next position looked at is past this run
+  }
+  return std::nullopt;
+}
+
+// The line without quotes, separators, brackets and a string prefix (b"",
+// r'', ...): what is left of one line of a wrapped base64 literal.
+sv base64_core(sv t) {
+  auto strip_ends = [](sv s) {
+    auto junk = [](char c) {
+      switch (c) {
+        case ' ': case '\t': case '"': case '\'': case ',': case ';': case '+': case '\\':
+        case '(': case ')': case '[': case ']': case '{': case '}':
+          return true;
+        default:
+          return false;
+      }
+    };
+    while (!s.empty() && junk(s.front())) s.remove_prefix(1);
+    while (!s.empty() && junk(s.back())) s.remove_suffix(1);
+    return s;
+  };
+  sv core = strip_ends(t);
+  for (sv p : {sv("rb"), sv("br"), sv("b"), sv("r"), sv("u")}) {
+    if (starts_with(core, p) && core.size() > p.size() && (core[p.size()] == '"' || core[p.size()] == '\'')) {
+      return strip_ends(core.substr(p.size()));
+    }
+  }
+  return core;
+}
+
+// (2) Base64 wrapped over many lines ("...\n" columns, implicit string
+// concatenation, PEM bodies).
+struct Base64Column {
+  std::size_t total = 0, start = 0;
+  std::optional<Finding> feed(sv t, std::size_t n) {
+    sv core = base64_core(t);
+    bool column = core.size() >= 32 && std::all_of(core.begin(), core.end(), is_b64) && char_classes(core) >= 2 &&
+                  core.find('_') == sv::npos;
+    if (!column) {
+      total = 0;
+      return std::nullopt;
+    }
+    if (total == 0) start = n;
+    total += core.size();
+    if (total <= kBlobRun) return std::nullopt;
+    return Finding{"evidence.encoded-blob", line_ptr(start),
+                   "holds " + std::to_string(total) +
+                       "+ characters of base64/hex wrapped over consecutive lines: encoded data is not source"};
+  }
+};
+
+std::size_t count_hex_escapes(sv t) {
+  std::size_t escapes = 0;
+  for (std::size_t i = t.find('\\'); i != sv::npos; i = t.find('\\', i)) {
+    if (i + 3 < t.size() && (t[i + 1] == 'x' || t[i + 1] == 'X') && is_hex(t[i + 2]) && is_hex(t[i + 3])) {
+      ++escapes;
+      i += 4;
+    } else {
+      ++i;
+    }
+  }
+  return escapes;
+}
+
+// (3) Runs of \xNN escapes. They accumulate over consecutive lines that are
+// (almost) nothing but escapes, so splitting the dump across lines does not
+// help.
+struct EscapeRun {
+  std::size_t total = 0, start = 0;
+  std::optional<Finding> feed(sv t, std::size_t n) {
+    const std::size_t escapes = count_hex_escapes(t);
+    if (escapes == 0 || escapes * 4 * 10 < t.size() * 8) {
+      total = 0;
+      return std::nullopt;
+    }
+    if (total == 0) start = n;
+    total += escapes;
+    if (total <= kEscapeRun) return std::nullopt;
+    return Finding{"evidence.encoded-blob", line_ptr(start),
+                   "holds more than " + std::to_string(kEscapeRun) +
+                       " \\xNN byte escapes in a row: a binary embedded in a string literal"};
+  }
+};
+
+// "00000010: 0201 0100 0000 0000 ..." (xxd), "00000010  02 01 01 00 ..." (hexdump -C)
+bool is_hexdump_line(sv t) {
+  std::size_t i = 0;
+  while (i < t.size() && is_hex(t[i])) ++i;
+  if (i < 6 || i > 16 || i >= t.size() || (t[i] != ':' && t[i] != ' ')) return false;
+  std::size_t groups = 0;
+  while (i < t.size()) {
+    while (i < t.size() && (t[i] == ' ' || t[i] == ':')) ++i;
+    std::size_t j = i;
+    while (j < t.size() && is_hex(t[j])) ++j;
+    std::size_t len = j - i;
+    if (len < 2 || len > 8 || (j < t.size() && t[j] != ' ')) break;
+    ++groups;
+    i = j;
+  }
+  return groups >= 4;
+}
+
+// (5) xxd / hexdump -C output: an offset, then groups of hex digits.
+struct HexdumpRun {
+  std::size_t lines = 0, start = 0;
+  std::optional<Finding> feed(sv t, std::size_t n) {
+    if (!is_hexdump_line(t)) {
+      lines = 0;
+      return std::nullopt;
+    }
+    if (lines++ == 0) start = n;
+    if (lines < 8) return std::nullopt;
+    return Finding{"evidence.encoded-blob", line_ptr(start),
+                   "holds a hex dump (xxd/hexdump/od output): a binary written out as text"};
+  }
+};
+
+// (6) Long lines without a single space, line after line: base85, uuencode,
+// minified data. Authored code has spaces.
+struct DenseRun {
+  std::size_t total = 0, lines = 0, start = 0;
+  std::optional<Finding> feed(sv t, std::size_t n) {
+    if (t.size() < 60 || t.find(' ') != sv::npos || t.find('\t') != sv::npos) {
+      total = 0, lines = 0;
+      return std::nullopt;
+    }
+    if (total == 0) start = n;
+    total += t.size();
+    ++lines;
+    if (lines < 16 || total <= kBlobRun) return std::nullopt;
+    return Finding{"evidence.encoded-blob", line_ptr(start),
+                   std::to_string(lines) + " consecutive lines of 60+ characters without a space (" +
+                       std::to_string(total) + " characters): encoded or minified data"};
+  }
+};
 
 // Counts the number literals and the identifiers/strings of one line of code.
 struct LineTokens {
@@ -74,7 +232,7 @@ LineTokens tokenize_numbers(sv line) {
       while (i < line.size() && is_one_of(line[i], "fFuUlLhH")) ++i;
       ++t.numbers;
       if (is_float && sig >= 5) ++t.precise;
-    } else if (is_alpha(c) || c == '_') {
+    } else if (is_word(c)) {  // a letter or '_' here: digits were taken above
       while (i < line.size() && is_word(line[i])) ++i;
       ++t.words;
     } else {
@@ -84,158 +242,50 @@ LineTokens tokenize_numbers(sv line) {
   return t;
 }
 
-// "00000010: 0201 0100 0000 0000 ..." (xxd), "00000010  02 01 01 00 ..." (hexdump -C)
-bool is_hexdump_line(sv t) {
-  std::size_t i = 0;
-  while (i < t.size() && is_hex(t[i])) ++i;
-  if (i < 6 || i > 16 || i >= t.size() || (t[i] != ':' && t[i] != ' ')) return false;
-  std::size_t groups = 0;
-  while (i < t.size()) {
-    while (i < t.size() && (t[i] == ' ' || t[i] == ':')) ++i;
-    std::size_t j = i;
-    while (j < t.size() && is_hex(t[j])) ++j;
-    std::size_t len = j - i;
-    if (len < 2 || len > 8 || (j < t.size() && t[j] != ' ')) break;
-    ++groups;
-    i = j;
-  }
-  return groups >= 4;
-}
-
-}  // namespace
-
-std::optional<Finding> find_encoded_blob(sv text) {
-  // (1) One long token of base64/hex characters anywhere (a string literal,
-  // a comment, a bare line).
-  {
-    std::size_t line = 0, run_start = 0, run_line = 0;
-    for (std::size_t i = 0; i <= text.size(); ++i) {
-      bool in = i < text.size() && is_b64(text[i]);
-      if (!in) {
-        std::size_t len = i - run_start;
-        if (len > kBlobRun && char_classes(text.substr(run_start, len)) >= 2) {
-          return Finding{"evidence.encoded-blob", line_ptr(run_line),
-                         "holds a run of " + std::to_string(len) +
-                             " base64/hex characters: encoded data (a tensor, weights or a binary) "
-                             "is not source, whatever the file is called"};
-        }
-        run_start = i + 1;
-        run_line = line + (i < text.size() && text[i] == '\n' ? 1 : 0);
-      }
-      if (i < text.size() && text[i] == '\n') ++line;
-    }
-  }
-  std::vector<sv> lines = split_lines(text);
-  // (2) Base64 wrapped over many lines ("...\n" columns, implicit string
-  // concatenation, PEM bodies), and (3) runs of \xNN escapes.
-  std::size_t column_total = 0, column_start = 0, escape_total = 0, escape_start = 0;
-  std::size_t hexdump_lines = 0, hexdump_start = 0, dense_total = 0, dense_lines = 0, dense_start = 0;
-  std::size_t data_numbers = 0, precise = 0, first_data_line = 0;
-  bool seen_data = false;
-  for (std::size_t n = 0; n < lines.size(); ++n) {
-    sv t = trim(lines[n]);
-    sv core = t;
-    auto strip_ends = [](sv s) {
-      auto junk = [](char c) {
-        switch (c) {
-          case ' ': case '\t': case '"': case '\'': case ',': case ';': case '+': case '\\':
-          case '(': case ')': case '[': case ']': case '{': case '}':
-            return true;
-          default:
-            return false;
-        }
-      };
-      while (!s.empty() && junk(s.front())) s.remove_prefix(1);
-      while (!s.empty() && junk(s.back())) s.remove_suffix(1);
-      return s;
-    };
-    core = strip_ends(core);
-    for (sv p : {sv("rb"), sv("br"), sv("b"), sv("r"), sv("u")}) {
-      if (starts_with(core, p) && core.size() > p.size() && (core[p.size()] == '"' || core[p.size()] == '\'')) {
-        core = strip_ends(core.substr(p.size()));
-        break;
-      }
-    }
-    bool column = core.size() >= 32 && std::all_of(core.begin(), core.end(), is_b64) && char_classes(core) >= 2 &&
-                  core.find('_') == sv::npos;
-    if (column) {
-      if (column_total == 0) column_start = n;
-      column_total += core.size();
-      if (column_total > kBlobRun) {
-        return Finding{"evidence.encoded-blob", line_ptr(column_start),
-                       "holds " + std::to_string(column_total) +
-                           "+ characters of base64/hex wrapped over consecutive lines: encoded data "
-                           "is not source"};
-      }
-    } else {
-      column_total = 0;
-    }
-    // Escapes accumulate over consecutive lines that are (almost) nothing
-    // but \xNN escapes, so splitting the dump across lines does not help.
-    std::size_t escapes = 0;
-    for (std::size_t i = 0; i < t.size();) {
-      if (i + 3 < t.size() && t[i] == '\\' && (t[i + 1] == 'x' || t[i + 1] == 'X') && is_hex(t[i + 2]) &&
-          is_hex(t[i + 3])) {
-        ++escapes;
-        i += 4;
-      } else {
-        ++i;
-      }
-    }
-    if (escapes > 0 && escapes * 4 * 10 >= t.size() * 8) {
-      if (escape_total == 0) escape_start = n;
-      escape_total += escapes;
-      if (escape_total > kEscapeRun) {
-        return Finding{"evidence.encoded-blob", line_ptr(escape_start),
-                       "holds more than " + std::to_string(kEscapeRun) +
-                           " \\xNN byte escapes in a row: a binary embedded in a string literal"};
-      }
-    } else {
-      escape_total = 0;
-    }
-    // (5) xxd / hexdump -C output: an offset, then groups of hex digits.
-    if (is_hexdump_line(t)) {
-      if (hexdump_lines++ == 0) hexdump_start = n;
-      if (hexdump_lines >= 8) {
-        return Finding{"evidence.encoded-blob", line_ptr(hexdump_start),
-                       "holds a hex dump (xxd/hexdump/od output): a binary written out as text"};
-      }
-    } else {
-      hexdump_lines = 0;
-    }
-    // (6) Long lines without a single space, line after line: base85,
-    // uuencode, minified data. Authored code has spaces.
-    if (t.size() >= 60 && t.find(' ') == sv::npos && t.find('\t') == sv::npos) {
-      if (dense_total == 0) dense_start = n;
-      dense_total += t.size();
-      ++dense_lines;
-      if (dense_lines >= 16 && dense_total > kBlobRun) {
-        return Finding{"evidence.encoded-blob", line_ptr(dense_start),
-                       std::to_string(dense_lines) + " consecutive lines of 60+ characters without a space (" +
-                           std::to_string(dense_total) + " characters): encoded or minified data"};
-      }
-    } else {
-      dense_total = 0, dense_lines = 0;
-    }
-    // (4) Pasted numbers: lines that are (almost) nothing but number
-    // literals. A lookup table of a few hundred entries passes; a tensor's
-    // worth of values, or hundreds of high-precision measured values, not.
+// (4) Pasted numbers: lines that are (almost) nothing but number literals.
+// A lookup table of a few hundred entries passes; a tensor's worth of
+// values, or hundreds of high-precision measured values, not.
+struct DataNumbers {
+  std::size_t numbers = 0, precise = 0, first_line = 0;
+  bool seen = false;
+  void feed(sv t, std::size_t n) {
+    if (count_digits(t) == 0) return;  // no number literal, so not a data line
     LineTokens tok = tokenize_numbers(t);
     if (tok.numbers >= 1 && tok.numbers >= 3 * tok.words) {
-      if (!seen_data) first_data_line = n, seen_data = true;
-      data_numbers += tok.numbers;
+      if (!seen) first_line = n, seen = true;
+      numbers += tok.numbers;
       precise += tok.precise;
     }
   }
-  if (data_numbers > kMaxDataNumbers || precise > kMaxPreciseFloats) {
-    return Finding{"evidence.encoded-blob", line_ptr(first_data_line),
-                   "embeds " + std::to_string(data_numbers) + " number literals (" + std::to_string(precise) +
+  std::optional<Finding> verdict() const {
+    if (numbers <= kMaxDataNumbers && precise <= kMaxPreciseFloats) return std::nullopt;
+    return Finding{"evidence.encoded-blob", line_ptr(first_line),
+                   "embeds " + std::to_string(numbers) + " number literals (" + std::to_string(precise) +
                        " high-precision floats) in data-only lines: that is a tensor, golden output or "
                        "measurement dump, not an authored constant table (limits: " +
                        std::to_string(kMaxDataNumbers) + " literals, " + std::to_string(kMaxPreciseFloats) +
                        " floats with 5+ significant digits)"};
   }
-  return std::nullopt;
+};
+
+}  // namespace
+
+std::optional<Finding> find_encoded_blob(const TextLines& text) {
+  if (auto f = find_long_token(text.text)) return f;
+  Base64Column column;
+  EscapeRun escapes;
+  HexdumpRun hexdump;
+  DenseRun dense;
+  DataNumbers data;
+  for (std::size_t n = 0; n < text.size(); ++n) {
+    const sv t = text.trimmed[n];
+    if (auto f = column.feed(t, n)) return f;
+    if (auto f = escapes.feed(t, n)) return f;
+    if (auto f = hexdump.feed(t, n)) return f;
+    if (auto f = dense.feed(t, n)) return f;
+    data.feed(t, n);
+  }
+  return data.verdict();
 }
 
 // ---------------------------------------------------------------- logs
@@ -250,6 +300,8 @@ bool has_timestamp_prefix(sv s) {
       if (!is_digit(s[i])) return false;
     return true;
   };
+  // Every form below starts with a digit or a glog level letter.
+  if (s.empty() || !(is_digit(s[0]) || is_one_of(s[0], "IWEF"))) return false;
   // 2026-11-29 14:05:00, 2026-11-29T14:05, 2026/11/29 14:05
   if (digits(0, 4) && s.size() > 16 && (s[4] == '-' || s[4] == '/') && digits(5, 2) && s[7] == s[4] &&
       digits(8, 2) && (s[10] == ' ' || s[10] == 'T') && digits(11, 2) && s[13] == ':' && digits(14, 2))
@@ -257,8 +309,7 @@ bool has_timestamp_prefix(sv s) {
   // 14:05:00 at the start of the line
   if (digits(0, 2) && s.size() >= 8 && s[2] == ':' && digits(3, 2) && s[5] == ':' && digits(6, 2)) return true;
   // glog: I1129 14:05:00.123456
-  if (s.size() > 14 && std::strchr("IWEF", s[0]) && s[0] != '\0' && digits(1, 4) && s[5] == ' ' && digits(6, 2) &&
-      s[8] == ':')
+  if (s.size() > 14 && is_one_of(s[0], "IWEF") && digits(1, 4) && s[5] == ' ' && digits(6, 2) && s[8] == ':')
     return true;
   return false;
 }
@@ -267,6 +318,8 @@ bool has_level_prefix(sv s) {
   static const std::array<sv, 9> levels = {"INFO", "WARNING", "WARN", "ERROR", "DEBUG", "TRACE", "CRITICAL", "FATAL", "NOTICE"};
   bool bracket = !s.empty() && s.front() == '[';
   sv body = bracket ? s.substr(1) : s;
+  // The levels' initials, in either case: most lines stop here.
+  if (body.empty() || !is_one_of(lower_ascii(body.front()), "iwedtcfn")) return false;
   for (sv lvl : levels) {
     if (body.size() < lvl.size()) continue;
     if (!iequals(body.substr(0, lvl.size()), lvl)) continue;
@@ -281,12 +334,25 @@ bool has_level_prefix(sv s) {
   return false;
 }
 
-bool is_compiler_diagnostic(sv s) {
-  std::size_t kw = sv::npos;
-  for (sv k : {sv(": error"), sv(": warning"), sv(": note:"), sv(": fatal error"), sv("): error"), sv("): warning"),
-               sv(": remark")}) {
-    kw = std::min(kw, s.find(k));
+// Where the first diagnostic keyword (": error", "): warning", ...) starts;
+// npos if none. One pass over the line: every keyword starts with ':' or ')'.
+std::size_t find_diagnostic_keyword(sv s) {
+  static const std::array<sv, 5> after_colon = {": error", ": warning", ": note:", ": fatal error", ": remark"};
+  static const std::array<sv, 2> after_paren = {"): error", "): warning"};
+  for (std::size_t p = 0; p + 1 < s.size(); ++p) {
+    // Every keyword is ": ..." or "):...": most colons and parentheses of
+    // code (def f(x):, a[1:2], call(x)) fail on the next byte.
+    if (!(s[p] == ':' && s[p + 1] == ' ') && !(s[p] == ')' && s[p + 1] == ':')) continue;
+    const sv rest = s.substr(p);
+    const std::span<const sv> keys = s[p] == ':' ? std::span<const sv>(after_colon) : std::span<const sv>(after_paren);
+    for (sv k : keys)
+      if (starts_with(rest, k)) return p;
   }
+  return sv::npos;
+}
+
+bool is_compiler_diagnostic(sv s) {
+  const std::size_t kw = find_diagnostic_keyword(s);
   if (kw == sv::npos) return false;
   // file.cu:12:5: error / file.cu(12): error — a line number precedes.
   std::size_t p = kw;
@@ -301,58 +367,91 @@ bool is_compiler_diagnostic(sv s) {
   return false;
 }
 
+// What separates the tokens of a measurement line: whitespace and , ; | ( ) [ ] = { }.
+constexpr std::array<bool, 256> kMeasurementSeparators = [] {
+  std::array<bool, 256> t{};
+  for (unsigned char c : sv(" \t\f\v,;|()[]={}")) t[c] = true;
+  return t;
+}();
+
+bool is_measurement_separator(char c) { return kMeasurementSeparators[static_cast<unsigned char>(c)]; }
+
+// Whether a token can be a number at all: after its leading decoration it
+// starts like one (digit, sign, dot) or like nan/inf. Most tokens of a line
+// of code are names, and stop here.
+bool may_be_number(sv token) {
+  for (char c : token) {
+    if (has_class(c, char_class::kOpenDecoration)) continue;
+    return is_digit(c) || is_one_of(c, "+-.nNiI");
+  }
+  return false;
+}
+
+// A number token whose own characters carry a unit: "0.12ms", "1.5x",
+// "900GB/s" (not "1e-3", "87%" or "0x1f").
+bool has_unit_suffix(sv number) {
+  const bool plain = std::all_of(number.begin(), number.end(), [](char c) {
+    return is_digit(c) || c == '.' || c == '-' || c == '+' || lower_ascii(c) == 'e';
+  });
+  if (plain || number.back() == '%') return false;
+  for (std::size_t i = 0; i + 1 < number.size(); ++i)
+    if (number[i] == '0' && lower_ascii(number[i + 1]) == 'x') return false;
+  return true;
+}
+
+// Two or more numbers of which one carries a unit ("0.12 ms", "900GB/s"):
+// a reading. Tokens are taken one at a time; the answer is known as soon as
+// both are seen.
 bool is_measurement_line(sv s) {
-  std::vector<sv> tokens;
+  if (!may_hold_numbers(s, 2)) return false;
+  std::size_t numbers = 0;
+  bool unit = false, unit_may_follow = false;
   std::size_t i = 0;
   while (i < s.size()) {
-    while (i < s.size() && (is_space(s[i]) || is_one_of(s[i], ",;|()[]={}"))) ++i;
+    while (i < s.size() && is_measurement_separator(s[i])) ++i;
     std::size_t j = i;
-    while (j < s.size() && !(is_space(s[j]) || is_one_of(s[j], ",;|()[]={}"))) ++j;
-    if (j > i) tokens.push_back(s.substr(i, j - i));
+    while (j < s.size() && !is_measurement_separator(s[j])) ++j;
+    if (j == i) break;
+    const sv token = s.substr(i, j - i);
     i = j;
-  }
-  std::size_t numbers = 0;
-  bool unit = false;
-  for (std::size_t k = 0; k < tokens.size(); ++k) {
-    sv tk = strip_decoration(tokens[k]);
+    // "12 ms": the unit is the token after a bare number.
+    if (unit_may_follow && is_time_or_rate_unit(token)) unit = true;
+    unit_may_follow = false;
+    if (!may_be_number(token)) continue;
+    sv tk = strip_decoration(token);
     while (!tk.empty() && tk.back() == ':') tk.remove_suffix(1);
     // A quote glued to a number is a string literal in code, not a reading.
-    if (tk.size() != trim(tokens[k]).size() && (tokens[k].find('"') != sv::npos || tokens[k].find('\'') != sv::npos))
-      continue;
+    if (tk.size() != token.size() && (token.find('"') != sv::npos || token.find('\'') != sv::npos)) continue;
     if (is_numeric_cell(tk)) {
       ++numbers;
-      std::string l = lower(tk);
-      if (!std::all_of(l.begin(), l.end(), [](char c) { return is_digit(c) || c == '.' || c == '-' || c == '+' || c == 'e'; }) &&
-          l.back() != '%' && l.find("0x") == std::string::npos)
-        unit = true;  // "0.12ms", "1.5x", "900gb/s"
-      else if (k + 1 < tokens.size() && is_time_or_rate_unit(tokens[k + 1]))
+      if (has_unit_suffix(tk))
         unit = true;
+      else
+        unit_may_follow = true;
     }
+    if (unit && numbers >= 2) return true;
   }
   return unit && numbers >= 2;
 }
 
 // Lines that on their own say "this is captured output" (in prose; code
-// may quote one of them, so it needs two).
-bool is_strong_marker(sv raw) {
-  sv s = strip_comment(raw);
-  while (!s.empty() && (s.front() == '|' || is_space(s.front()))) s.remove_prefix(1);
-  static const std::array<sv, 22> markers = {
+// may quote one of them, so it needs two). `s` is the line without its
+// comment marker.
+bool is_strong_marker(sv s) {
+  static const PrefixSet markers{
       "ptxas info", "==PROF==", "Traceback (most recent call last)", "NVIDIA-SMI ", "Driver Version:",
       "PyTorch version:", "CUDA used to build PyTorch:", "CUDA Kernel Statistics", "CUDA API Statistics",
       "GPU activities:", "Collecting data...", "Generating '", "Self CPU time total:", "Self CUDA time total:",
       "** CUDA GPU Kernel Summary", "** CUDA API Summary", "** CUDA GPU MemOps Summary", "** OS Runtime Summary",
       "Generating SQLite file", "Triton autotuning for function", "==ERROR== ", "========= COMPUTE-SANITIZER"};
-  for (sv m : markers)
-    if (starts_with(s, m)) return true;
-  return false;
+  while (!s.empty() && (s.front() == '|' || is_space(s.front()))) s.remove_prefix(1);
+  return !markers.first_match(s).empty();
 }
 
-bool is_log_line(sv raw) {
-  sv s = strip_comment(raw);
-  while (!s.empty() && s.front() == '|' && s.size() > 1 && is_space(s[1])) s = trim(s.substr(1));
-  if (s.empty()) return false;
-  static const std::array<sv, 62> prefixes = {
+// Line starts of compiler, build, profiler, test-runner and census output.
+// "=====" and "Ran " need a second look (is_log_prefix_line).
+const PrefixSet& log_prefixes() {
+  static const PrefixSet prefixes{
       "ptxas ", "ptxas:", "nvcc warning", "nvcc fatal", "nvcc error", "nvlink ", "==PROF==",
       "Traceback (most recent call last)", "In file included from ", "Compiling entry function",
       "Function properties for", "Building CUDA object", "Building CXX object", "Building C object",
@@ -365,65 +464,82 @@ bool is_log_line(sv raw) {
       "cuDNN version:", "Is CUDA available:", "CUDA runtime version:", "Versions of relevant libraries:",
       "[pip3] ", "[conda] ", "CPU op-mode(s):", "Thread(s) per core:", "CUDA Driver Version / Runtime Version",
       "Total amount of global memory", "=====", "Ran ", "Section: ", "    Registers Per Thread"};
-  for (sv p : prefixes) {
-    if (starts_with(s, p)) {
-      if (p == "=====") return s.find("test session starts") != sv::npos || s.find(" passed") != sv::npos ||
-                                s.find(" failed") != sv::npos || s.find("FAILURES") != sv::npos;
-      if (p == "Ran ") return s.find(" test") != sv::npos && s.find(" in ") != sv::npos;
-      return true;
-    }
-  }
+  return prefixes;
+}
+
+// The verdict of a line that starts with one of log_prefixes(), `p`.
+bool is_log_prefix_line(sv s, sv p) {
+  if (p == "=====")
+    return s.find("test session starts") != sv::npos || s.find(" passed") != sv::npos ||
+           s.find(" failed") != sv::npos || s.find("FAILURES") != sv::npos;
+  if (p == "Ran ") return s.find(" test") != sv::npos && s.find(" in ") != sv::npos;
+  return true;
+}
+
+// RuntimeError: ..., torch.cuda.OutOfMemoryError: ...
+bool is_exception_line(sv s) {
+  const sv first = s.substr(0, s.find(' '));
+  if (first.empty() || first.back() != ':') return false;
+  return (ends_with(first, "Error:") || ends_with(first, "Exception:") || ends_with(first, "Warning:")) &&
+         std::all_of(first.begin(), first.end(), [](char c) { return is_word(c) || c == '.' || c == ':'; });
+}
+
+// ==12345== (valgrind, nvprof, compute-sanitizer)
+bool is_pid_banner(sv s) {
+  if (!starts_with(s, "==")) return false;
+  std::size_t i = 2;
+  while (i < s.size() && is_digit(s[i])) ++i;
+  return i > 2 && s.substr(i, 2) == "==";
+}
+
+// [3/10] ninja progress, [ 50%] make progress
+bool is_progress_line(sv s) {
+  if (s.front() != '[') return false;
+  std::size_t close = s.find(']');
+  if (close == sv::npos || close <= 1) return false;
+  sv in = trim(s.substr(1, close - 1));
+  return !in.empty() && std::all_of(in.begin(), in.end(), [](char c) { return is_digit(c) || c == '/' || c == '%'; }) &&
+         (in.find('/') != sv::npos || in.back() == '%');
+}
+
+// `stripped` is the line without its comment marker.
+bool is_log_line(sv stripped) {
+  sv s = stripped;
+  while (!s.empty() && s.front() == '|' && s.size() > 1 && is_space(s[1])) s = trim(s.substr(1));
+  if (s.empty()) return false;
+  if (sv p = log_prefixes().first_match(s); !p.empty()) return is_log_prefix_line(s, p);
   // Traceback frames: File "x.py", line 12, in f
   if (starts_with(s, "File \"") && s.find("\", line ") != sv::npos) return true;
-  // RuntimeError: ..., torch.cuda.OutOfMemoryError: ...
-  {
-    std::size_t sp = s.find(' ');
-    sv first = s.substr(0, sp);
-    if ((ends_with(first, "Error:") || ends_with(first, "Exception:") || ends_with(first, "Warning:")) &&
-        std::all_of(first.begin(), first.end(), [](char c) { return is_word(c) || c == '.' || c == ':'; }))
-      return true;
-  }
-  // ==12345== (valgrind, nvprof, compute-sanitizer)
-  if (starts_with(s, "==")) {
-    std::size_t i = 2;
-    while (i < s.size() && is_digit(s[i])) ++i;
-    if (i > 2 && s.substr(i, 2) == "==") return true;
-  }
-  // [3/10] ninja progress, [ 50%] make progress
-  if (s.front() == '[') {
-    std::size_t close = s.find(']');
-    if (close != sv::npos && close > 1) {
-      sv in = trim(s.substr(1, close - 1));
-      bool prog = !in.empty() && std::all_of(in.begin(), in.end(), [](char c) { return is_digit(c) || c == '/' || c == '%'; }) &&
-                  (in.find('/') != sv::npos || in.back() == '%');
-      if (prog) return true;
-    }
-  }
+  if (is_exception_line(s) || is_pid_banner(s) || is_progress_line(s)) return true;
   return has_timestamp_prefix(s) || has_level_prefix(s) || is_compiler_diagnostic(s) || is_measurement_line(s);
+}
+
+// Which of a login shell's well-known variables a line sets (its index), or
+// npos: an `env` dump.
+std::size_t env_var_of(sv t) {
+  static const PrefixSet env_vars{"HOME=", "PATH=", "PWD=", "OLDPWD=", "SHLVL=", "HOSTNAME=", "USER=",
+                                  "LOGNAME=", "LD_LIBRARY_PATH=", "TERM=", "SHELL=", "LANG=", "_="};
+  return env_vars.index_of_match(t);
 }
 
 }  // namespace
 
-std::optional<Finding> find_log(sv text, TextKind kind) {
-  std::vector<sv> lines = split_lines(text);
-  // An `env` dump: well-known variables of a login shell, one per line.
-  static const std::array<sv, 13> env_vars = {"HOME=", "PATH=", "PWD=", "OLDPWD=", "SHLVL=", "HOSTNAME=", "USER=",
-                                              "LOGNAME=", "LD_LIBRARY_PATH=", "TERM=", "SHELL=", "LANG=", "_="};
-  std::set<sv> env_seen;
+std::optional<Finding> find_log(const TextLines& text, TextKind kind) {
+  std::uint32_t env_seen = 0;  // bit i: env_var_of() == i on some line
   std::size_t strong = 0, first_strong = 0;
   std::size_t counted = 0, logged = 0, run = 0, best_run = 0, run_start = 0, best_start = 0, first_log = 0;
   bool any = false;
-  for (std::size_t n = 0; n < lines.size(); ++n) {
-    sv t = trim(lines[n]);
-    for (sv e : env_vars)
-      if (starts_with(t, e)) env_seen.insert(e);
+  for (std::size_t n = 0; n < text.size(); ++n) {
+    const sv t = text.trimmed[n];
+    const sv s = text.stripped[n];
+    if (std::size_t e = env_var_of(t); e != sv::npos) env_seen |= 1u << e;
     // Doctests show exceptions as "Traceback (most recent call last):": in
     // code that header alone proves nothing; the frames below it still count.
-    bool doctest_like = kind == TextKind::Code && starts_with(strip_comment(t), "Traceback (most recent call last)");
-    if (!doctest_like && is_strong_marker(t) && strong++ == 0) first_strong = n;
+    bool doctest_like = kind == TextKind::Code && starts_with(s, "Traceback (most recent call last)");
+    if (!doctest_like && is_strong_marker(s) && strong++ == 0) first_strong = n;
     if (t.empty() || is_rule_line(t)) continue;  // blank and ruler lines neither count nor break a run
     ++counted;
-    if (is_log_line(t)) {
+    if (is_log_line(s)) {
       ++logged;
       if (!any) first_log = n, any = true;
       if (run == 0) run_start = n;
@@ -432,15 +548,15 @@ std::optional<Finding> find_log(sv text, TextKind kind) {
       run = 0;
     }
   }
-  if (env_seen.size() >= 3) {
+  if (const int envs = std::popcount(env_seen); envs >= 3) {
     return Finding{"evidence.log", "",
-                   "is an environment dump (" + std::to_string(env_seen.size()) +
+                   "is an environment dump (" + std::to_string(envs) +
                        " login-shell variables such as HOME=, PATH=, SHLVL=): hardware/software census data"};
   }
   if (strong >= (kind == TextKind::Code ? 2u : 1u)) {
     return Finding{"evidence.log", line_ptr(first_strong),
                    "holds compiler, profiler, crash or environment output (e.g. \"" +
-                       std::string(trim(lines[first_strong]).substr(0, 60)) + "\")"};
+                       std::string(text.trimmed[first_strong].substr(0, 60)) + "\")"};
   }
   // Source files get a higher bar than prose: code may quote a log line or two.
   const std::size_t min_lines = kind == TextKind::Code ? 5 : 3;
@@ -461,40 +577,65 @@ std::optional<Finding> find_log(sv text, TextKind kind) {
 
 // ---------------------------------------------------------------- compiler output
 
-std::optional<Finding> find_compiler_output(sv text) {
-  std::vector<sv> lines = split_lines(text);
+namespace {
+
+// "tt.func", "triton_gpu.", "ttg." anywhere in the line. One pass over its
+// dots (each token holds one) instead of a search per token.
+bool has_triton_ir_token(sv t) {
+  for (std::size_t q = t.find('.'); q != sv::npos; q = t.find('.', q + 1)) {
+    if (q >= 2 && t.compare(q - 2, 7, "tt.func") == 0) return true;
+    if (q >= 10 && t.compare(q - 10, 11, "triton_gpu.") == 0) return true;
+    if (q >= 3 && t.compare(q - 3, 4, "ttg.") == 0) return true;
+  }
+  return false;
+}
+
+// cuobjdump -sass: "/*0070*/  IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;"
+bool is_sass_line(sv t) {
+  if (!starts_with(t, "/*")) return false;
+  std::size_t close = t.find("*/");
+  if (close == sv::npos || close < 6 || close > 12 ||
+      !std::all_of(t.begin() + 2, t.begin() + static_cast<std::ptrdiff_t>(close), is_hex))
+    return false;
+  sv op = trim(t.substr(close + 2));
+  return !op.empty() && ((op[0] >= 'A' && op[0] <= 'Z') || op[0] == '@') && op.find(" ;") != sv::npos;
+}
+
+// What the lines of a file say about being compiler output.
+struct CompilerSigns {
   bool ptx_version = false, ptx_target = false, ptx_addr = false, ptx_entry = false;
   std::size_t sass = 0, llvm = 0, mlir = 0, gas = 0;
-  for (sv raw : lines) {
-    sv t = trim(raw);
+
+  void feed(sv t) {
     ptx_version |= starts_with(t, ".version ");
     ptx_target |= starts_with(t, ".target sm_") || starts_with(t, ".target compute_");
     ptx_addr |= starts_with(t, ".address_size ");
     ptx_entry |= starts_with(t, ".visible .entry ") || starts_with(t, ".entry ") || starts_with(t, ".visible .func ");
-    // cuobjdump -sass: "/*0070*/  IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;"
-    if (starts_with(t, "/*")) {
-      std::size_t close = t.find("*/");
-      if (close != sv::npos && close >= 6 && close <= 12 &&
-          std::all_of(t.begin() + 2, t.begin() + static_cast<std::ptrdiff_t>(close), is_hex)) {
-        sv op = trim(t.substr(close + 2));
-        if (!op.empty() && ((op[0] >= 'A' && op[0] <= 'Z') || op[0] == '@') && op.find(" ;") != sv::npos) ++sass;
-      }
-    }
+    if (is_sass_line(t)) ++sass;
     if (starts_with(t, "; ModuleID = ") || starts_with(t, "target datalayout = ") ||
         starts_with(t, "target triple = ") || starts_with(t, "attributes #") || starts_with(t, "!llvm."))
       ++llvm;
-    if (t.find("tt.func") != sv::npos || t.find("triton_gpu.") != sv::npos || t.find("ttg.") != sv::npos ||
-        starts_with(t, "#blocked") || starts_with(t, "#loc"))
-      ++mlir;
+    if (has_triton_ir_token(t) || starts_with(t, "#blocked") || starts_with(t, "#loc")) ++mlir;
     // A compiler signs its assembly; hand-written .S files do not.
     if (starts_with(t, ".ident") && (t.find("GCC") != sv::npos || t.find("clang") != sv::npos)) ++gas;
   }
-  std::string what;
-  if (ptx_version && ptx_target && (ptx_addr || ptx_entry)) what = "a PTX module (.version/.target/.entry)";
-  else if (sass >= 8) what = "a SASS disassembly (cuobjdump/nvdisasm output)";
-  else if (llvm >= 2) what = "LLVM IR";
-  else if (mlir >= 8) what = "Triton/MLIR intermediate representation";
-  else if (gas >= 1) what = "compiler-generated assembly (it carries the compiler's .ident)";
+
+  std::string what() const {
+    if (ptx_version && ptx_target && (ptx_addr || ptx_entry)) return "a PTX module (.version/.target/.entry)";
+    if (sass >= 8) return "a SASS disassembly (cuobjdump/nvdisasm output)";
+    if (llvm >= 2) return "LLVM IR";
+    if (mlir >= 8) return "Triton/MLIR intermediate representation";
+    if (gas >= 1) return "compiler-generated assembly (it carries the compiler's .ident)";
+    return {};
+  }
+};
+
+}  // namespace
+
+std::optional<Finding> find_compiler_output(const TextLines& text) {
+  CompilerSigns signs;
+  for (sv t : text.trimmed) signs.feed(t);
+  std::string what = signs.what();
   if (what.empty()) return std::nullopt;
   return Finding{"evidence.compiled", "",
                  "is " + what + ", which is compiler output, not source (hand-written inline PTX belongs in "
@@ -503,7 +644,36 @@ std::optional<Finding> find_compiler_output(sv text) {
 
 // ---------------------------------------------------------------- documents
 
-std::optional<Finding> find_metadata_document(sv text, TextKind kind) {
+namespace {
+
+// Keys of Chrome trace events, counted where they occur (up to `enough`):
+// a trace that does not parse as a whole (truncated, prefixed) still has
+// them. Every key starts with '"', and at most one matches at any quote.
+std::size_t count_trace_keys(sv text, std::size_t enough) {
+  static const std::array<sv, 4> keys = {"\"ph\":", "\"ts\":", "\"dur\":", "\"traceEvents\""};
+  std::size_t events = 0;
+  for (std::size_t p = text.find('"'); p != sv::npos && events < enough; p = text.find('"', p + 1)) {
+    const sv rest = text.substr(p);
+    for (sv key : keys)
+      if (starts_with(rest, key)) ++events;
+  }
+  return events;
+}
+
+// key: value   /   - key: value   (YAML mappings)
+bool is_key_value_line(sv l) {
+  sv k = l;
+  if (starts_with(k, "- ")) k.remove_prefix(2);
+  if (k.empty() || !(is_alpha(k[0]) || k[0] == '_')) return false;
+  std::size_t i = 0;
+  while (i < k.size() && (is_word(k[i]) || k[i] == '.' || k[i] == '-')) ++i;
+  return i < k.size() && k[i] == ':' && (i + 1 == k.size() || k[i + 1] == ' ');
+}
+
+}  // namespace
+
+std::optional<Finding> find_metadata_document(const TextLines& lines, TextKind kind) {
+  const sv text = lines.text;
   sv t = trim(text);
   while (!t.empty() && (t.front() == '\n' || t.front() == '\r')) t.remove_prefix(1);
   if (starts_with(t, "\xef\xbb\xbf")) t.remove_prefix(3);
@@ -515,38 +685,21 @@ std::optional<Finding> find_metadata_document(sv text, TextKind kind) {
                          "), not source: traces, reports and results are often JSON"};
     }
   }
-  if (starts_with(t, "<?xml") || starts_with(lower(t.substr(0, 16)), "<!doctype html") || starts_with(lower(t.substr(0, 6)), "<html")) {
+  if (starts_with(t, "<?xml") || iequals(t.substr(0, 14), "<!doctype html") || iequals(t.substr(0, 5), "<html")) {
     return Finding{"evidence.metadata", "", "is an XML/HTML document: generated reports and exports are not source"};
   }
-  // A trace that does not parse as a whole (truncated, prefixed): count the
-  // keys of trace events.
-  {
-    std::size_t events = 0;
-    for (sv key : {sv("\"ph\":"), sv("\"ts\":"), sv("\"dur\":"), sv("\"traceEvents\"")}) {
-      for (std::size_t p = text.find(key); p != sv::npos; p = text.find(key, p + 1)) ++events;
-    }
-    if (events >= 12) {
-      return Finding{"evidence.metadata", "", "holds trace events (\"ph\"/\"ts\"/\"dur\" keys): a profiler trace"};
-    }
+  if (count_trace_keys(text, 12) >= 12) {
+    return Finding{"evidence.metadata", "", "holds trace events (\"ph\"/\"ts\"/\"dur\" keys): a profiler trace"};
   }
-  std::vector<sv> lines = split_lines(text);
   std::size_t nonblank = 0, json_lines = 0, key_lines = 0;
-  for (sv raw : lines) {
-    sv l = trim(raw);
+  for (sv l : lines.trimmed) {
     if (l.empty() || l.front() == '#') continue;
     ++nonblank;
     if (l.front() == '{' && l.back() == '}') {
       auto doc = nlohmann::json::parse(l.begin(), l.end(), nullptr, false);
       if (!doc.is_discarded()) ++json_lines;
     }
-    // key: value   /   - key: value   (YAML mappings)
-    sv k = l;
-    if (starts_with(k, "- ")) k.remove_prefix(2);
-    std::size_t i = 0;
-    if (!k.empty() && (is_alpha(k[0]) || k[0] == '_')) {
-      while (i < k.size() && (is_word(k[i]) || k[i] == '.' || k[i] == '-')) ++i;
-      if (i < k.size() && k[i] == ':' && (i + 1 == k.size() || k[i + 1] == ' ')) ++key_lines;
-    }
+    if (is_key_value_line(l)) ++key_lines;
   }
   if (json_lines >= 3 && json_lines * 2 >= nonblank) {
     return Finding{"evidence.metadata", "",

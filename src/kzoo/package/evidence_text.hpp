@@ -9,11 +9,16 @@
 // with a parameter table) and to catch what a run produces (compiler and
 // profiler output, timestamped logs, tracebacks, CSV/TSV/Markdown/aligned
 // tables of measurements, base64 or hex dumps, thousands of pasted numbers).
+//
+// Each detector takes the file's lines split once (TextLines): they all read
+// the same trimmed and comment-stripped lines.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "kzoo/package/evidence_lines.hpp"
 
 namespace kzoo::package::evidence_detail {
 
@@ -30,21 +35,21 @@ struct Finding {
 // Long base64/hex runs (one token, a column of wrapped lines, or \xNN
 // escapes), hex dumps, runs of long space-free lines, and large embedded
 // numeric arrays.
-std::optional<Finding> find_encoded_blob(std::string_view text);
+std::optional<Finding> find_encoded_blob(const TextLines& text);
 
 // Compiler, build, benchmark, profiler, test-runner and environment output.
-std::optional<Finding> find_log(std::string_view text, TextKind kind);
+std::optional<Finding> find_log(const TextLines& text, TextKind kind);
 
 // Tables of numbers: delimiter-separated (, tab ; |), Markdown, or
 // whitespace-aligned columns.
-std::optional<Finding> find_table(std::string_view text, TextKind kind);
+std::optional<Finding> find_table(const TextLines& text, TextKind kind);
 
 // Compiler output that is text: PTX modules, SASS disassembly, LLVM IR,
 // Triton/MLIR IR, compiler-generated assembly.
-std::optional<Finding> find_compiler_output(std::string_view text);
+std::optional<Finding> find_compiler_output(const TextLines& text);
 
 // A JSON or XML document, or YAML-like key: value lines, in a file that is
 // not one of the two authored metadata files.
-std::optional<Finding> find_metadata_document(std::string_view text, TextKind kind);
+std::optional<Finding> find_metadata_document(const TextLines& text, TextKind kind);
 
 }  // namespace kzoo::package::evidence_detail
