@@ -8,7 +8,9 @@ Usage (on the GPU machine, from the repository root):
 
   sync-then-end  start; fn(); torch.cuda.synchronize(); end   (the judge's window)
   stream-end     start; fn(); end; synchronize               (stream order only)
-  graph-free gap the sum of the kernels' own durations from torch.profiler, per call
+  idle           sync-then-end after 50 ms of GPU idle (boost and power state as under ncu)
+  fresh [+keep]  sync-then-end on new input tensors each call [and 5 outputs alive], as in the judge
+  profiler       the sum of the kernels' own durations from torch.profiler, per call
 
 Each call gets one of six fresh input sets from the judge's generator and an L2
 flush (zeroing twice the L2) first, as in the judge. Prints one line per variant.
@@ -17,6 +19,7 @@ import importlib.util
 import os
 import statistics
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "judge"))
 
@@ -43,13 +46,18 @@ def main():
         fn(*s)
     torch.cuda.synchronize()
 
-    def window(stream_end):
-        out = []
+    def window(stream_end, idle_s=0.0, fresh=False, keep=0):
+        out, kept = [], []
         for i in range(calls):
+            if idle_s:
+                torch.cuda.synchronize()
+                time.sleep(idle_s)  # the GPU idles between calls, as between kernels under ncu
+            args = inputs.make_inputs(task, dims, 3000 + i, "cuda") if fresh else sets[i % len(sets)]
+            torch.cuda.synchronize()
             flush.zero_()
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
-            fn(*sets[i % len(sets)])
+            r = fn(*args)
             if stream_end:
                 b.record()
                 torch.cuda.synchronize()
@@ -58,6 +66,8 @@ def main():
                 b.record()
             b.synchronize()
             out.append(a.elapsed_time(b) * 1e3)
+            if keep:  # the judge keeps a batch's outputs alive until it has read them
+                kept = (kept + [r])[-keep:]
         return statistics.median(out)
 
     from torch.profiler import ProfilerActivity, profile
@@ -70,8 +80,10 @@ def main():
     total = sum(getattr(e, "device_time_total", 0.0) or getattr(e, "cuda_time_total", 0.0) for e in kern)
     flush_us = sum(getattr(e, "device_time_total", 0.0) or getattr(e, "cuda_time_total", 0.0) for e in kern
                    if "fill" in e.name.lower() or "zero" in e.name.lower())
-    print("%s shape %s: sync-then-end %.1f us, stream-end %.1f us, profiler kernels %.1f us/call (flush excluded)"
-          % (task.name, dims, window(False), window(True), (total - flush_us) / 5))
+    print("%s shape %s: sync-then-end %.1f us, stream-end %.1f us, idle 50 ms before each %.1f us, "
+          "fresh inputs each call %.1f us, fresh inputs and 5 outputs kept %.1f us, profiler kernels %.1f us/call (flush excluded)"
+          % (task.name, dims, window(False), window(True), window(False, 0.05), window(False, fresh=True),
+             window(False, fresh=True, keep=5), (total - flush_us) / 5))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The judge's figures on a GPU machine, in one device call (docs/PERF.md "Judge on an H200").
 # Runs from the repository root with .device/ carried (scripts/gpu/validate.sh says what it holds).
-#   usage: bash scripts/gpu/judge_h200.sh STEP...   steps: tests, grade:TASK[:TAG], ncu:TASK, events:TASK
+#   usage: bash scripts/gpu/judge_h200.sh STEP...   steps: tests, grade:TASK[:TAG], ncu:TASK[:none], events:TASK
 # Each step has its own timeout; everything lands under $OUT; a summary table is printed last.
 set -u
 OUT=${OUT:-/tmp/kzoo-out}; mkdir -p "$OUT"
@@ -41,10 +41,10 @@ for step in "$@"; do
         > "$OUT/events_$task.txt" 2>&1
       echo "events $task rc=$? wall_s=$(since "$t0") $(tail -1 "$OUT/events_$task.txt")" >> "$S" ;;
     ncu)  # Nsight Compute's summed kernel time per call, eager baseline, graded shape 0
-      timeout 200 ncu --profile-from-start off --clock-control none --cache-control all \
+      timeout 200 ncu --profile-from-start off --clock-control none --cache-control "${tag:-all}" \
         --metrics gpu__time_duration.sum --csv "$PY" scripts/gpu/ncu_eager.py \
         "catalog/tasks/$task/task.json" "$(pkg_of "$task")/src" 0 5 > "$OUT/ncu_$task.csv" 2> "$OUT/ncu_$task.err"
-      echo "ncu $task rc=$? wall_s=$(since "$t0") per_call_us,kernels=$("$PY" scripts/gpu/ncu_sum.py "$OUT/ncu_$task.csv" 5)" >> "$S" ;;
+      echo "ncu $task cache-control=${tag:-all} rc=$? wall_s=$(since "$t0") per_call_us,kernels=$("$PY" scripts/gpu/ncu_sum.py "$OUT/ncu_$task.csv" 5)" >> "$S" ;;
   esac
 done
 cat "$S"
