@@ -304,5 +304,58 @@ for id in "${IDS[@]}"; do
 done
 check "every submission got an id (${#IDS[@]} of 4)" "$([ ${#IDS[@]} = 4 ]; echo $?)"
 
+# ---------------------------------------------------------------- 6. kill -9 of worker and server inside the commit
+# A timer cannot land a kill inside the commit reliably, so the worker is run
+# with a failpoint (src/kzoo/util/failpoint.hpp) that SIGKILLs it exactly there;
+# the server is killed -9 at the same moment. Each window gets a fresh data
+# directory whose incumbent is the six-pass softmax, so the fused one is accepted:
+#   repo.accept.before-ref   the commit's objects are written, main has not moved
+#   worker.before-complete   main has moved, the job is not completed in the DB
+stop "$WORKER_PID"; WORKER_PID=
+stop "$SERVE_PID"; SERVE_PID=
+for point in repo.accept.before-ref worker.before-complete; do
+  D="$T/data-$point"
+  run_to "[$point] kzoo init a fresh data dir" 0 "$KZOO" init "$D" --catalog "$T/kernel_data"
+  base=$(head_of_main)
+  start_server
+  KZOO_FAILPOINT=$point start_worker
+  run_to "[$point] submit --no-wait is queued" 0 \
+    "$KZOO" submit "$T/fused/pkg" --kernel-id "$KID" --submitter e2e --summary "softmax: fused, killed in the commit" --no-wait --json
+  cp "$T/out" "$T/fp.json"
+  fp_id=$(jget "$T/fp.json" 'd["id"]'); fp_job=$(jget "$T/fp.json" 'd["job_id"]')
+  died=no
+  for _ in $(seq 600); do  # the grading, then the failpoint: up to ~2 minutes
+    if ! kill -0 "$WORKER_PID" 2>/dev/null; then died=yes; break; fi
+    sleep 0.2
+  done
+  kill -9 "$SERVE_PID" 2>/dev/null; wait "$SERVE_PID" 2>/dev/null; SERVE_PID=
+  wait "$WORKER_PID" 2>/dev/null; WORKER_PID=
+  check "[$point] the worker died at its failpoint" "$([ $died = yes ] && grep -q "failpoint $point reached" "$T/worker.log"; echo $?)"
+  if [ "$point" = repo.accept.before-ref ]; then
+    check "[$point] main did not move before the crash" "$([ "$(head_of_main)" = "$base" ]; echo $?)"
+  else
+    check "[$point] main moved to a commit with Kzoo-Job: $fp_job before the crash" \
+      "$([ "$(commits_with_job "$fp_job" | grep -c .)" = 1 ]; echo $?)"
+  fi
+  fsck_clean "[$point] right after the crash"
+  start_server
+  start_worker
+  final=no
+  for _ in $(seq 360); do  # lease expiry, then a re-run: up to ~3 minutes
+    "$KZOO" status "$fp_id" --json >"$T/st.json" 2>/dev/null
+    if [ "$(jget "$T/st.json" 'd["final"]' 2>/dev/null)" = True ]; then final=yes; break; fi
+    sleep 0.5
+  done
+  check "[$point] the submission reaches a final state after the restart" "$([ $final = yes ]; echo $?)"
+  json "$T/st.json" 'd["state"] == "accepted" and d["accepted_commit"] and len(d["jobs"]) == 1'
+  commits=$(commits_with_job "$fp_job")
+  check "[$point] exactly one commit on main carries Kzoo-Job: $fp_job, and it is the accepted one" \
+    "$([ "$(echo "$commits" | grep -c .)" = 1 ] && [ "$commits" = "$(jget "$T/st.json" 'd["accepted_commit"]')" ] && [ "$(head_of_main)" = "$commits" ]; echo $?)"
+  check "[$point] that commit sits directly on the old head" "$([ "$(G rev-parse "$commits^")" = "$base" ]; echo $?)"
+  fsck_clean "[$point] after the recovery"
+  stop "$WORKER_PID"; WORKER_PID=
+  stop "$SERVE_PID"; SERVE_PID=
+done
+
 echo "$CHECKS checks, $FAILS failed"
 [ "$FAILS" = 0 ]

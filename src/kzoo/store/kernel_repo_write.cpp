@@ -13,6 +13,7 @@
 
 #include "kzoo/store/git_util.hpp"
 #include "kzoo/store/kernel_repo.hpp"
+#include "kzoo/util/failpoint.hpp"
 
 namespace kzoo::store {
 
@@ -206,6 +207,7 @@ Result<AcceptResult> KernelRepo::accept(const std::string& kernel_id, const pack
                                    msg->c_str(), tree.get(), 1, parents);
         rc < 0)
       return git::fail_git("writing the accept commit", rc);
+    util::failpoint("repo.accept.before-ref");  // objects written, main not moved yet
     git_reference* ref = nullptr;
     std::string log = fmt::format("kzoo accept {}", kernel_id);
     int rc = git_reference_create_matching(&ref, repo->get(), kMainRef, &commit, 1, &built->parent, log.c_str());

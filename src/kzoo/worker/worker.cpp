@@ -18,6 +18,7 @@
 #include "kzoo/package/tarball.hpp"
 #include "kzoo/runner/grade.hpp"
 #include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/util/failpoint.hpp"
 #include "kzoo/worker/bench_result.hpp"
 
 namespace kzoo::worker {
@@ -389,6 +390,7 @@ JobReport Worker::process(const store::Job& job) {
   rep.outcome = done.outcome;
   rep.reasons = done.reasons;
   rep.accepted_commit = done.accepted_commit;
+  util::failpoint("worker.before-complete");  // an accept is committed, the job not yet completed
   auto c = db_->complete(job.id, o_.worker_id, done);
   if (!c) {
     // Never complete a job we no longer hold: the store refused; someone else has it.
