@@ -58,6 +58,14 @@ def _scrubbed_env(extra_path):
     parts = [extra_path] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
     env["PYTHONUNBUFFERED"] = "1"
+    # glibc's malloc moves its mmap threshold with each process's allocation
+    # history: a child that once freed a large block serves mid-sized tensors
+    # from the heap, one that did not maps and faults them in on every call.
+    # The submission's child (correctness trials first) and the incumbent's
+    # then timed IDENTICAL code 1.6x apart on the CPU. Fixed thresholds make
+    # the cost of an allocation the same in every child, whatever ran before.
+    env["MALLOC_MMAP_THRESHOLD_"] = str(1 << 30)
+    env["MALLOC_TRIM_THRESHOLD_"] = str(1 << 30)
     return env
 
 

@@ -107,6 +107,15 @@ class Interleaved(unittest.TestCase):
         self.assertGreater(c["speedup"]["value"], 1.0, c["message"])
         self.assertGreater(c["speedup"]["ratio_median"], 1.0, c["message"])
 
+    def test_identical_code_measures_the_same_in_either_slot(self):
+        # Regression: glibc's history-dependent mmap threshold made the submission's
+        # child (which ran the correctness trials) time the same softmax ~1.6x slower
+        # than the incumbent's in about half the runs. Two runs, each must be close.
+        for _ in range(2):
+            c = h.case0(judge_ab(h.GOOD_SOFTMAX, h.GOOD_SOFTMAX, {"iterations": 64, "warmup": 2, "batch": 4}))
+            self.assertGreater(c["speedup"]["ratio_median"], 0.8, c["message"])
+            self.assertLess(c["speedup"]["ratio_median"], 1.25, c["message"])
+
     def test_an_incorrect_submission_is_rejected_even_against_a_slow_incumbent(self):
         doc = judge_ab(WRONG_SOFTMAX, SLOW_SOFTMAX)
         self.assertFalse(doc["overall"]["accept"])

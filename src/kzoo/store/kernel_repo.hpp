@@ -47,9 +47,12 @@ struct CommitInfo {
 };
 
 struct AcceptResult {
-  std::string commit;  // the new commit on main
-  std::string parent;  // the HEAD it was built on
+  std::string commit;  // the new commit on main; empty when `incumbent_moved`
+  std::string parent;  // the HEAD it was built on (or found moved on)
   int attempts = 1;    // 1 + number of times the branch moved underneath
+  // The package's src/ at HEAD is no longer the one at `measured_at` (see
+  // accept()): nothing was committed; the candidate must be measured again.
+  bool incumbent_moved = false;
 };
 
 // Computes the new bench_result.yaml from the one at the HEAD being built on
@@ -107,9 +110,15 @@ class KernelRepo {
   //  - `.kernel_package/bench_result.yaml` becomes update(current bytes);
   //  - every other file of the repository stays as it is.
   // `author` is the submitter; the committer is options.committer.
+  // With `measured_at` (a commit id), the accept happens only while the
+  // package's src/ at HEAD is still the one at that commit -- the incumbent
+  // the submission was measured against -- checked on every attempt, in the
+  // same tree walk the commit is built from. Otherwise nothing is written and
+  // the result says `incumbent_moved`: a speed-up over the old source says
+  // nothing about the new one.
   Result<AcceptResult> accept(const std::string& kernel_id, const package::PackageTree& submission,
                               const BenchResultUpdate& update, const std::string& message,
-                              const Person& author) const;
+                              const Person& author, const std::string& measured_at = "") const;
 
   // The same with fixed bench_result.yaml bytes. Only safe when nothing else
   // accepts into this kernel concurrently; prefer the BenchResultUpdate form.

@@ -204,6 +204,36 @@ TEST_F(KernelRepoTest, AcceptHandsTheCurrentBenchResultToTheUpdate) {
   EXPECT_EQ(*repo->read_file(std::string(kGemm) + "/.kernel_package/bench_result.yaml"), seen + "- round 2\n");
 }
 
+TEST_F(KernelRepoTest, AcceptOnlyOntoTheSourceItWasMeasuredAgainst) {
+  auto keep = [](const std::string& cur) -> Result<std::string> { return cur; };
+  const std::string measured = *repo->head();
+  // Another kernel moving main does not matter: this kernel's source is the one measured.
+  auto other = repo->accept(kGemm, submission({{"src/kernel.py", "gemm v2\n"}}), keep, "gemm v2", alice);
+  ASSERT_TRUE(other) << other.error().message;
+  auto a = repo->accept(kSoftmax, submission({{"src/kernel.py", "A\n"}}), keep, "A", alice, measured);
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_FALSE(a->incumbent_moved);
+  EXPECT_EQ(a->parent, other->commit);
+  // B was measured against the same old source, but A has replaced it since: nothing lands.
+  auto b = repo->accept(kSoftmax, submission({{"src/kernel.py", "B\n"}}), keep, "B", alice, measured);
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_TRUE(b->incumbent_moved);
+  EXPECT_TRUE(b->commit.empty());
+  EXPECT_EQ(b->parent, a->commit);
+  EXPECT_EQ(*repo->head(), a->commit);
+  EXPECT_EQ(show(std::string("main:") + kSoftmax + "/src/kernel.py"), "A\n");
+  // Measured again against A's source, B lands on top of A.
+  auto b2 = repo->accept(kSoftmax, submission({{"src/kernel.py", "B\n"}}), keep, "B", alice, a->commit);
+  ASSERT_TRUE(b2) << b2.error().message;
+  EXPECT_FALSE(b2->incumbent_moved);
+  EXPECT_EQ(b2->parent, a->commit);
+  // A commit id that does not exist is an error, not a silent accept.
+  auto bad = repo->accept(kSoftmax, submission({{"src/kernel.py", "C\n"}}), keep, "C", alice, std::string(40, 'f'));
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("measured at"), std::string::npos) << bad.error().message;
+  EXPECT_EQ(*repo->head(), b2->commit);
+}
+
 TEST_F(KernelRepoTest, AcceptFailsWithoutCommittingWhenTheUpdateFails) {
   std::string before = *repo->head();
   auto r = repo->accept(

@@ -103,14 +103,37 @@ std::vector<std::string> split(const std::string& path) {
 struct Built {
   git_oid tree;
   git_oid parent;
+  bool incumbent_moved = false;  // the package's src/ differs from `measured_src`: nothing built
 };
+
+// The id of `kernel_id`'s src/ tree at `commit`, or the zero oid when it has none.
+Result<git_oid> src_tree_at(git_repository* repo, const git_commit* commit, const std::string& kernel_id) {
+  git_tree* rraw = nullptr;
+  if (int rc = git_commit_tree(&rraw, commit); rc < 0) return git::fail_git("reading a commit's tree", rc);
+  git::Tree root(rraw);
+  git_oid id{};
+  git_tree_entry* e = nullptr;
+  const std::string path = kernel_id + "/src";
+  if (int rc = git_tree_entry_bypath(&e, root.get(), path.c_str()); rc == 0) {
+    git_oid_cpy(&id, git_tree_entry_id(e));
+    git_tree_entry_free(e);
+  } else if (rc != GIT_ENOTFOUND) {
+    return git::fail_git("looking up " + path, rc);
+  }
+  return id;
+}
 
 // One attempt's tree: HEAD's tree with the package's src/ and bench_result
 // replaced. Returns the new root tree id and the parent it was built on.
 Result<Built> build_accept_tree(git_repository* repo, const std::string& kernel_id, const git::FileMap& src,
-                                const BenchResultUpdate& update) {
+                                const BenchResultUpdate& update, const std::optional<git_oid>& measured_src) {
   auto head = git::resolve_commit(repo, kMainRef);
   if (!head) return tl::unexpected(head.error());
+  if (measured_src) {
+    auto now = src_tree_at(repo, head->get(), kernel_id);
+    if (!now) return tl::unexpected(now.error());
+    if (!git_oid_equal(&*now, &*measured_src)) return Built{{}, *git_commit_id(head->get()), true};
+  }
   git_tree* rraw = nullptr;
   if (int rc = git_commit_tree(&rraw, head->get()); rc < 0) return git::fail_git("reading HEAD's tree", rc);
   git::Tree root(rraw);
@@ -162,7 +185,7 @@ Result<Built> build_accept_tree(git_repository* repo, const std::string& kernel_
 
 Result<AcceptResult> KernelRepo::accept(const std::string& kernel_id, const package::PackageTree& submission,
                                         const BenchResultUpdate& update, const std::string& message,
-                                        const Person& author) const {
+                                        const Person& author, const std::string& measured_at) const {
   if (auto c = git::check_rel_path(kernel_id, "kernel ID"); !c) return tl::unexpected(c.error());
   git::FileMap src;
   for (const auto& f : submission.files) {
@@ -188,12 +211,30 @@ Result<AcceptResult> KernelRepo::accept(const std::string& kernel_id, const pack
   auto committer_sig = signature(options_.committer, "committer");
   if (!committer_sig) return tl::unexpected(committer_sig.error());
 
+  std::optional<git_oid> measured_src;
+  if (!measured_at.empty()) {
+    auto repo = git::open_repo(dir_);
+    if (!repo) return tl::unexpected(repo.error());
+    auto at = git::resolve_commit(repo->get(), measured_at);
+    if (!at) return fail(fmt::format("accept into {}: the commit it was measured at ({}) cannot be read: {}", kernel_id,
+                                     measured_at, at.error().message));
+    auto id = src_tree_at(repo->get(), at->get(), kernel_id);
+    if (!id) return tl::unexpected(id.error());
+    measured_src = *id;
+  }
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
     // A fresh handle per attempt: nothing cached from the stale read survives.
     auto repo = git::open_repo(dir_);
     if (!repo) return tl::unexpected(repo.error());
-    auto built = build_accept_tree(repo->get(), kernel_id, src, update);
+    auto built = build_accept_tree(repo->get(), kernel_id, src, update, measured_src);
     if (!built) return tl::unexpected(built.error());
+    if (built->incumbent_moved) {
+      AcceptResult moved;
+      moved.parent = git::oid_hex(built->parent);
+      moved.attempts = attempt;
+      moved.incumbent_moved = true;
+      return moved;
+    }
     git_tree* traw = nullptr;
     if (int rc = git_tree_lookup(&traw, repo->get(), &built->tree); rc < 0) return git::fail_git("reading a tree", rc);
     git::Tree tree(traw);

@@ -239,6 +239,48 @@ TEST_F(WorkerTest, ASubmissionsOwnHarnessNeverRuns) {
   EXPECT_EQ(head(), before);
 }
 
+TEST_F(WorkerTest, AnAcceptLandingDuringTheMeasurementIsMeasuredAgainstNotOverwritten) {
+  const std::string before = head();
+  // While the fused candidate is measured against the slow incumbent, another
+  // submission (a different slow source) is accepted into the same kernel.
+  const std::string other_src = std::string(kSlow) + "# another contributor's version\n";
+  std::string other_commit;
+  std::vector<std::string> lines;
+  auto log = o.log;
+  o.log = [&](std::string_view l) {
+    lines.emplace_back(l);
+    log(l);
+    if (other_commit.empty() && l.find("grading") != std::string_view::npos) {
+      auto r = store::KernelRepo::open(paths.repo());
+      ASSERT_TRUE(r);
+      auto acc = r->accept(kKernel, package_tree(other_src), std::string("schema_version: \"1\"\nkernel_id: ") + kKernel + "\ncases: []\n",
+                           "the other accept", store::Person{"bob", ""});
+      ASSERT_TRUE(acc) << acc.error().message;
+      other_commit = acc->commit;
+    }
+  };
+  submit(package_tree(kFast));
+  auto rep = run_one();
+  ASSERT_FALSE(other_commit.empty());
+  EXPECT_EQ(rep.outcome, store::Outcome::accepted) << (rep.reasons.empty() ? "" : rep.reasons[0]);
+  // Measured a second time, against the other accept's source, and committed on top of it.
+  int gradings = 0;
+  bool again = false;
+  for (const auto& l : lines) {
+    gradings += l.find("grading") != std::string::npos;
+    again = again || l.find("measuring again against the new source") != std::string::npos;
+  }
+  EXPECT_EQ(gradings, 2);
+  EXPECT_TRUE(again);
+  EXPECT_EQ(head(), rep.accepted_commit);
+  EXPECT_EQ(*repo->read_file(std::string(kKernel) + "/src/kernel.py", rep.accepted_commit), kFast);
+  auto parent = repo->history(kKernel);
+  ASSERT_TRUE(parent);
+  ASSERT_GE(parent->size(), 2u);
+  EXPECT_EQ((*parent)[1].id, other_commit) << "the accept sits on the other accept, which is kept in the history";
+  EXPECT_NE(before, other_commit);
+}
+
 TEST_F(WorkerTest, ACommitByAHolderThatDiedBeforeCompletingIsReusedNotRepeated) {
   auto job = submit(package_tree(kFast));
   // The earlier holder committed, then died before complete(): simulate its commit.
