@@ -132,8 +132,9 @@ class Incumbent:
                 res["status"] = "incorrect"
             return out
 
-        def pair(kind, start, n, index):
-            labels = [(kind, case.id, start + k) for k in range(n)]
+        def pair(kind, start, n, index, attempt=0):
+            labels = timing.timed_labels(case.id, start, n, attempt) if kind == "timed" else \
+                [(kind, case.id, start + k) for k in range(n)]
             if index % 2 == 0:
                 a = submission(labels)
                 b = incumbent(labels)
@@ -153,13 +154,20 @@ class Incumbent:
         done = 0
         while done < j.opt.iterations:
             n = min(bsize, j.opt.iterations - done)
-            (child_ns, wall), inc = pair("timed", done, n, index)
-            fig = timing.cross_check(child_ns, wall, overhead)
+            # A pair in which either side's clocks disagree is run again, both sides on
+            # fresh inputs (timing.FLAG_RETRIES): a noise flag on one side alone would
+            # inflate that side's figure and bias the ratio.
+            for attempt in range(timing.FLAG_RETRIES + 1):
+                (child_ns, wall), inc = pair("timed", done, n, index, attempt)
+                fig = timing.cross_check(child_ns, wall, overhead)
+                ifig = timing.cross_check(inc[0], inc[1], inc_overhead) if inc is not None else None
+                if not (fig.flagged or (ifig is not None and ifig.flagged)):
+                    break
+                j.retried += attempt < timing.FLAG_RETRIES
             figures.append(fig)
             flagged += fig.flagged
             samples.extend(fig.samples_ns)
-            if inc is not None:
-                ifig = timing.cross_check(inc[0], inc[1], inc_overhead)
+            if ifig is not None:
                 res["flagged"] += ifig.flagged
                 res["samples"].extend(ifig.samples_ns)
                 a_med, b_med = _median(fig.samples_ns), _median(ifig.samples_ns)

@@ -53,8 +53,21 @@ def restricted_loads(data):
     return _Unpickler(io.BytesIO(data)).load()
 
 
-def _scrubbed_env(extra_path):
+def timing_cpu():
+    """The one CPU every child is pinned to when timing on the CPU.
+
+    Why: the vCPUs of a virtual machine are not equally fast (steal time,
+    host neighbours), and the scheduler keeps a process on the CPU it last
+    ran on. Unpinned, the incumbent's and the submission's children each
+    settled on a different vCPU for a whole run and identical code measured
+    0.72x or 1.35x against itself; pinned to one CPU, 0.98-1.01x."""
+    return min(os.sched_getaffinity(0))
+
+
+def _scrubbed_env(extra_path, cpu=None):
     env = {k: v for k, v in os.environ.items() if k != "KZOO_SEED_FD" and not k.startswith("KZOO_SECRET")}
+    if cpu is not None:
+        env["KZOO_CHILD_CPU"] = str(cpu)
     parts = [extra_path] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
     env["PYTHONUNBUFFERED"] = "1"
@@ -79,7 +92,7 @@ class Child:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kzoo_judge.child", str(b.fileno())],
             pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
-            stderr=sys.stderr.fileno(), env=_scrubbed_env(judge_root), cwd=workdir,
+            stderr=sys.stderr.fileno(), env=_scrubbed_env(judge_root, timing_cpu() if device == "cpu" else None), cwd=workdir,
             start_new_session=True, close_fds=True)
         b.close()
         self.conn = Connection(a.detach())

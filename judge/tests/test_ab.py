@@ -4,7 +4,7 @@ import json
 import os
 import unittest
 
-from kzoo_judge import entry, inputs
+from kzoo_judge import channel, entry, inputs, timing
 from kzoo_judge import task as taskmod
 from kzoo_judge.judge import Options
 
@@ -18,19 +18,6 @@ def softmax(x):
     for _ in range(40):
         y = torch.softmax(x.to(torch.float64), dim=-1)
     return y.to(x.dtype)
-'''
-
-# The catalog's three-pass eager softmax done six times: correct, ~6x the work.
-SIX_PASSES = '''
-import torch
-def softmax(x):
-    y = None
-    for _ in range(6):
-        xf = x.float()
-        m = xf.max(dim=-1, keepdim=True).values
-        e = torch.exp(xf - m)
-        y = (e / e.sum(dim=-1, keepdim=True)).to(x.dtype)
-    return y
 '''
 
 WRONG_SOFTMAX = '''
@@ -98,7 +85,7 @@ class Interleaved(unittest.TestCase):
         raw["workloads"]["synthetic"]["measure"] = [[64, 1024]]
         raw["workloads"]["synthetic"]["graded"] = raw["workloads"]["synthetic"]["graded"][:1]
         fused = open(os.path.join(CATALOG, "samples", "softmax_fused.py")).read()
-        slow = SIX_PASSES.replace("to(x.dtype)", "to(torch.bfloat16)")
+        slow = open(os.path.join(CATALOG, "samples", "softmax_six_passes.py")).read()
         opts = {"iterations": 40, "batch": 10}
         c = h.case0(judge_ab(slow, fused, opts, task_raw=raw))
         self.assertLess(c["speedup"]["value"], 1.0, c["message"])
@@ -115,6 +102,26 @@ class Interleaved(unittest.TestCase):
             c = h.case0(judge_ab(h.GOOD_SOFTMAX, h.GOOD_SOFTMAX, {"iterations": 64, "warmup": 2, "batch": 4}))
             self.assertGreater(c["speedup"]["ratio_median"], 0.8, c["message"])
             self.assertLess(c["speedup"]["ratio_median"], 1.25, c["message"])
+
+    def test_the_submission_is_timed_in_a_fresh_child_like_the_incumbent(self):
+        # The child that ran the correctness trials carries their history; timing the
+        # submission there gave its slot a few percent on a loaded CPU. Three children:
+        # the incumbent's, the submission's for correctness, the submission's for timing.
+        started = []
+        real_init = channel.Child.__init__
+
+        def counting_init(child, workdir, *a, **kw):
+            started.append(workdir)
+            real_init(child, workdir, *a, **kw)
+        channel.Child.__init__ = counting_init
+        try:
+            c = h.case0(judge_ab(h.GOOD_SOFTMAX, SLOW_SOFTMAX))
+        finally:
+            channel.Child.__init__ = real_init
+        self.assertEqual(c["status"], "ok", c["message"])
+        self.assertEqual(len(started), 3, started)
+        self.assertTrue(started[0].endswith("src") and started[1] == started[2], started)
+        self.assertNotEqual(started[0], started[1], "the incumbent has a child of its own")
 
     def test_an_incorrect_submission_is_rejected_even_against_a_slow_incumbent(self):
         doc = judge_ab(WRONG_SOFTMAX, SLOW_SOFTMAX)
@@ -170,8 +177,10 @@ def softmax(x):
             with open(os.path.join(d, "a")) as fa, open(os.path.join(d, "b")) as fb:
                 a, b = fa.read().split(), fb.read().split()
             # The submission also ran correctness trials and a profiler pass; the timed calls are the
-            # ones the incumbent saw too, in the same order.
-            self.assertEqual(len(b), 8)
+            # ones the incumbent saw too, in the same order. (More than 8 when a pair was re-run:
+            # writing a file in the timed call can make the clocks disagree.)
+            self.assertGreaterEqual(len(b), 8)
+            self.assertLessEqual(len(b), 8 * (1 + timing.FLAG_RETRIES))
             timed = [x for x in a if x in set(b)]
             self.assertEqual(timed, b)
         finally:

@@ -15,30 +15,23 @@ Usage (on the GPU machine, from the repository root):
 Each call gets one of six fresh input sets from the judge's generator and an L2
 flush (zeroing twice the L2) first, as in the judge. Prints one line per variant.
 """
-import importlib.util
 import os
 import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "judge"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from kzoo_judge import inputs, task as task_mod  # noqa: E402
+from eager_package import load  # noqa: E402
+from kzoo_judge import inputs  # noqa: E402
 
 
 def main():
     task_path, src_dir, shape_index = sys.argv[1], sys.argv[2], int(sys.argv[3])
     calls = int(sys.argv[4]) if len(sys.argv) > 4 else 30
-    task = task_mod.load(task_path)
-    _, workload = task.workload(None)
-    dims = task.bind(workload, workload["graded"][shape_index])
-    spec = importlib.util.spec_from_file_location("submission", os.path.join(src_dir, task.module))
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, src_dir)
-    spec.loader.exec_module(mod)
-    fn = getattr(mod, task.entry_point)
+    task, _, dims, fn = load(task_path, src_dir, shape_index)
     sets = [inputs.make_inputs(task, dims, 2000 + i, "cuda") for i in range(6)]
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     flush = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")

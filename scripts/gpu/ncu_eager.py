@@ -11,29 +11,21 @@ are made between cudaProfilerStart/Stop after a warm-up, so ncu sees exactly
 CALLS calls; scripts/gpu/ncu_sum.py divides the summed kernel time by CALLS.
 This is the independent cross-check of the judge's median (issue: within 1%).
 """
-import importlib.util
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "judge"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from kzoo_judge import inputs, task as task_mod  # noqa: E402
+from eager_package import load  # noqa: E402
+from kzoo_judge import inputs  # noqa: E402
 
 
 def main():
     task_path, src_dir, shape_index = sys.argv[1], sys.argv[2], int(sys.argv[3])
     calls = int(sys.argv[4]) if len(sys.argv) > 4 else 5
-    task = task_mod.load(task_path)
-    name, workload = task.workload(None)
-    dims = task.bind(workload, workload["graded"][shape_index])
-    module = task.raw["definition"].get("module", "kernel.py")
-    spec = importlib.util.spec_from_file_location("submission", os.path.join(src_dir, module))
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, src_dir)
-    spec.loader.exec_module(mod)
-    fn = getattr(mod, task.raw["definition"]["entry_point"])
+    task, name, dims, fn = load(task_path, src_dir, shape_index)
     sets = [inputs.make_inputs(task, dims, 1000 + i, "cuda") for i in range(calls + 2)]
     for s in sets[:2]:
         fn(*s)
@@ -43,7 +35,7 @@ def main():
         fn(*s)
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStop()
-    print("ncu_eager: %s workload %s shape %s, %d calls" % (task.raw["name"], name, dims, calls), file=sys.stderr)
+    print("ncu_eager: %s workload %s shape %s, %d calls" % (task.name, name, dims, calls), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -131,6 +131,16 @@ start_worker() {
     --iterations 60 --lease 9 --timeout 240 >>"$T/worker.log" 2>&1 &
   WORKER_PID=$!
 }
+# wait_final ID TRIES: polls the submission every 0.5 s until it is final;
+# its last status document is left in $T/st.json. Fails after TRIES polls.
+wait_final() {
+  for _ in $(seq "$2"); do
+    "$KZOO" status "$1" --json >"$T/st.json" 2>/dev/null
+    [ "$(jget "$T/st.json" 'd["final"]' 2>/dev/null)" = True ] && return 0
+    sleep 0.5
+  done
+  return 1
+}
 # remember_id FILE: the id in a submit --json document (final or queued) into
 # LAST_ID and IDS (not in a subshell: IDS must grow).
 remember_id() {
@@ -143,24 +153,11 @@ remember_id() {
 # on a loaded CPU the 3-pass eager softmax and the fused sample are within
 # noise of each other (measured: either one "wins" by 1.3x from run to run),
 # so a verdict between them would test the machine, not kzoo. Six repeats of
-# the same three passes keep it correct and make it ~6x slower.
+# the same three passes (catalog/samples/softmax_six_passes.py) keep it
+# correct and make it ~6x slower.
 cp -r "$SRC/catalog/kernel_data" "$T/kernel_data"
 SLOWPKG="$T/kernel_data/$KID"
-cat >"$SLOWPKG/src/softmax.py" <<'EOF'
-import torch
-
-
-def softmax(x):
-    # The catalog's three-pass eager softmax, done six times over: a slow,
-    # correct incumbent that any real improvement clearly beats.
-    y = None
-    for _ in range(6):
-        xf = x.float()
-        row_max = xf.max(dim=-1, keepdim=True).values
-        e = torch.exp(xf - row_max)
-        y = (e / e.sum(dim=-1, keepdim=True)).to(torch.bfloat16)
-    return y
-EOF
+cp "$SRC/catalog/samples/softmax_six_passes.py" "$SLOWPKG/src/softmax.py"
 run_to "kzoo init from the (slowed) catalog" 0 "$KZOO" init "$D" --catalog "$T/kernel_data"
 [ -d "$D/kernel_data.git" ] || { fail "init made no $D/kernel_data.git"; exit 1; }
 start_server
@@ -275,13 +272,7 @@ kill -9 "$SERVE_PID" 2>/dev/null; wait "$SERVE_PID" 2>/dev/null; SERVE_PID=
 sleep 1
 start_server
 start_worker
-final=no
-for _ in $(seq 240); do  # up to ~2 minutes
-  "$KZOO" status "$crash_id" --json >"$T/st.json" 2>/dev/null
-  if [ "$(jget "$T/st.json" 'd["final"]' 2>/dev/null)" = True ]; then final=yes; break; fi
-  sleep 0.5
-done
-check "the crashed submission reaches a final state after the restart" "$([ $final = yes ]; echo $?)"
+check "the crashed submission reaches a final state after the restart" "$(wait_final "$crash_id" 240; echo $?)"  # ~2 minutes
 json "$T/st.json" 'd["state"] in ("accepted", "rejected", "failed") and len(d["jobs"]) == 1 and d["jobs"][0]["state"] == d["state"] and d["jobs"][0]["finished_at"]'
 crash_state=$(jget "$T/st.json" 'd["state"]')
 sleep 3  # a second completion, if any, would show up now
@@ -340,13 +331,8 @@ for point in repo.accept.before-ref worker.before-complete; do
   fsck_clean "[$point] right after the crash"
   start_server
   start_worker
-  final=no
-  for _ in $(seq 360); do  # lease expiry, then a re-run: up to ~3 minutes
-    "$KZOO" status "$fp_id" --json >"$T/st.json" 2>/dev/null
-    if [ "$(jget "$T/st.json" 'd["final"]' 2>/dev/null)" = True ]; then final=yes; break; fi
-    sleep 0.5
-  done
-  check "[$point] the submission reaches a final state after the restart" "$([ $final = yes ]; echo $?)"
+  # lease expiry, then a re-run: up to ~3 minutes
+  check "[$point] the submission reaches a final state after the restart" "$(wait_final "$fp_id" 360; echo $?)"
   json "$T/st.json" 'd["state"] == "accepted" and d["accepted_commit"] and len(d["jobs"]) == 1'
   commits=$(commits_with_job "$fp_job")
   check "[$point] exactly one commit on main carries Kzoo-Job: $fp_job, and it is the accepted one" \
