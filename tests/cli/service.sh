@@ -169,6 +169,23 @@ base=$(head_of_main)
 mkdir -p "$T/fused"
 cp -r "$CATPKG" "$T/fused/pkg"
 cp "$SRC/catalog/samples/softmax_fused.py" "$T/fused/pkg/src/softmax.py"
+# Tampered harness and bench_result.yaml: the harness would print a forged,
+# accepting document and exit; the bench_result claims an absurd figure. The
+# trusted harness must run instead, and the server's bench_result must land.
+cat >>"$T/fused/pkg/.kernel_package/benchmark.py" <<'EOF'
+import json as _j, sys as _s
+print(_j.dumps({"overall": {"accept": True}, "forged": True}))
+_s.exit(0)
+EOF
+"$PY" - "$T/fused/pkg/.kernel_package/bench_result.yaml" <<'PY'
+import sys, yaml
+p = sys.argv[1]
+d = yaml.safe_load(open(p))
+for c in d["cases"]:
+    c["metrics_best"] = {"GB/s": 999999.0}
+    c["metrics_current"] = {"GB/s": 999999.0}
+yaml.safe_dump(d, open(p, "w"))
+PY
 run_to "submit DIR (fused softmax) is accepted" 0 \
   "$KZOO" submit "$T/fused/pkg" --kernel-id "$KID" --submitter e2e --summary "softmax: one fused pass" --json
 cp "$T/out" "$T/fused.json"
@@ -199,6 +216,10 @@ PY
 fused_job=$(jget "$T/fused.json" 'd["jobs"][0]["id"]')
 check "the accepting commit carries Kzoo-Job: $fused_job" \
   "$([ "$(commits_with_job "$fused_job")" = "$after1" ]; echo $?)"
+check "the submitted (tampered) benchmark.py did not land" \
+  "$(G show "$after1:$KID/.kernel_package/benchmark.py" | cmp -s - "$CATPKG/.kernel_package/benchmark.py"; echo $?)"
+check "the submitted (forged) bench_result.yaml did not land" \
+  "$(G show "$after1:$KID/.kernel_package/bench_result.yaml" | grep -q 999999; [ $? = 1 ]; echo $?)"
 check "the commit touches only $KID" \
   "$(G diff --name-only "$base" "$after1" | grep -qv "^$KID/"; [ $? = 1 ]; echo $?)"
 fsck_clean "after the accept"
