@@ -17,6 +17,7 @@ def main(argv=None):
     r.add_argument("--iterations", type=int)
     r.add_argument("--warmup", type=int)
     r.add_argument("--trials", type=int)
+    r.add_argument("--incumbent", help="folder holding the incumbent's definition.module: time both, A/B (ab.py)")
     c = sub.add_parser("calibrate", help="measure a task's E and D")
     c.add_argument("--task-dir", required=True)
     c.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -37,8 +38,10 @@ def main(argv=None):
         print("kzoo-judge: %s" % e, file=sys.stderr)
         return 2
     device = args.device or entry.default_device()
-    opts = {k: v for k, v in (("iterations", args.iterations), ("warmup", args.warmup), ("trials", args.trials)) if v is not None}
     import os
+    opts = {k: v for k, v in (("iterations", args.iterations), ("warmup", args.warmup), ("trials", args.trials)) if v is not None}
+    if args.incumbent:
+        opts["incumbent_src"] = os.path.abspath(args.incumbent)
     doc = entry.run_judge(task, cases, secret, device, os.path.abspath(args.module_dir), opts, args.kernel_id, args.runner_id)
     return entry.emit(doc, secret)
 
