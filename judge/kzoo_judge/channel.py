@@ -6,6 +6,7 @@ functions, nothing else. An ordinary unpickler would let a submission run
 code in the judge (a pickle can call any importable function).
 """
 
+import functools
 import io
 import os
 import pickle
@@ -53,15 +54,19 @@ def restricted_loads(data):
     return _Unpickler(io.BytesIO(data)).load()
 
 
+@functools.lru_cache(maxsize=None)
 def timing_cpu():
-    """The one CPU every child is pinned to when timing on the CPU.
+    """The one CPU every child of this judge is pinned to when timing on the CPU
+    (chosen once per judge process, by its pid, so that several workers on one
+    machine spread over its CPUs while each A/B stays on one).
 
     Why: the vCPUs of a virtual machine are not equally fast (steal time,
     host neighbours), and the scheduler keeps a process on the CPU it last
     ran on. Unpinned, the incumbent's and the submission's children each
     settled on a different vCPU for a whole run and identical code measured
     0.72x or 1.35x against itself; pinned to one CPU, 0.98-1.01x."""
-    return min(os.sched_getaffinity(0))
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[os.getpid() % len(cpus)]
 
 
 def _scrubbed_env(extra_path, cpu=None):

@@ -24,6 +24,7 @@ chmod 755 "$T"  # the sandbox's user must be able to reach the judge's workdir
 D="$T/data"
 SERVE_PID=
 WORKER_PID=
+WORKER2_PID=
 FAILS=0
 CHECKS=0
 IDS=()  # every submission id handed out; all must be final at the end
@@ -37,6 +38,7 @@ stop() {  # stop PID: SIGTERM, then SIGKILL if it lingers
   wait "$p" 2>/dev/null
 }
 cleanup() {
+  stop "$WORKER2_PID"
   stop "$WORKER_PID"
   stop "$SERVE_PID"
   if [ "$FAILS" != 0 ]; then
@@ -363,6 +365,46 @@ for point in repo.accept.before-ref worker.before-complete; do
   stop "$WORKER_PID"; WORKER_PID=
   stop "$SERVE_PID"; SERVE_PID=
 done
+
+# ---------------------------------------------------------------- 7. two workers, two faster submissions to one kernel at once
+# Both are measured against the six-pass incumbent at the same time. The first
+# to commit lands; the other's accept finds the source moved and is measured
+# again against the new one (docs/WORKER.md, step 7): never an overwrite.
+D="$T/data-concurrent"
+run_to "[concurrent] kzoo init a fresh data dir" 0 "$KZOO" init "$D" --catalog "$T/kernel_data"
+base=$(head_of_main)
+start_server
+start_worker; WORKER2_PID=$WORKER_PID
+start_worker
+mkdir -p "$T/twin"
+cp -r "$T/fused/pkg" "$T/twin/pkg"
+printf '\n# the same fused softmax, from a second contributor\n' >>"$T/twin/pkg/src/softmax.py"
+run_to "[concurrent] first submission queued" 0 \
+  "$KZOO" submit "$T/fused/pkg" --kernel-id "$KID" --submitter e2e --summary "softmax: fused (one)" --no-wait --json
+c1=$(jget "$T/out" 'd["id"]')
+run_to "[concurrent] second submission queued" 0 \
+  "$KZOO" submit "$T/twin/pkg" --kernel-id "$KID" --submitter e2e2 --summary "softmax: fused (two)" --no-wait --json
+c2=$(jget "$T/out" 'd["id"]')
+check "[concurrent] the first reaches a final state" "$(wait_final "$c1" 600; echo $?)"
+cp "$T/st.json" "$T/c1.json"
+check "[concurrent] the second reaches a final state" "$(wait_final "$c2" 600; echo $?)"
+cp "$T/st.json" "$T/c2.json"
+n_acc=$(( $(jget "$T/c1.json" 'int(d["state"] == "accepted")') + $(jget "$T/c2.json" 'int(d["state"] == "accepted")') ))
+check "[concurrent] at least one was accepted ($n_acc)" "$([ "$n_acc" -ge 1 ]; echo $?)"
+check "[concurrent] main moved by exactly one commit per accepted submission, in a line" \
+  "$([ "$(G rev-list --count "$base..main")" = "$n_acc" ] && [ "$(G rev-list --merges --count "$base..main")" = 0 ]; echo $?)"
+for f in c1 c2; do
+  if [ "$(jget "$T/$f.json" 'd["state"]')" = accepted ]; then
+    check "[concurrent] $f's accepted commit is on main" \
+      "$(G merge-base --is-ancestor "$(jget "$T/$f.json" 'd["accepted_commit"]')" main; echo $?)"
+  else
+    json "$T/$f.json" 'd["state"] == "rejected" and any("not faster" in r for r in d["reasons"])'
+  fi
+done
+fsck_clean "[concurrent] after both"
+stop "$WORKER2_PID"; WORKER2_PID=
+stop "$WORKER_PID"; WORKER_PID=
+stop "$SERVE_PID"; SERVE_PID=
 
 echo "$CHECKS checks, $FAILS failed"
 [ "$FAILS" = 0 ]
