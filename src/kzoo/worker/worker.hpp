@@ -17,7 +17,10 @@
 //      committed to refs/jobs/<job id>;
 //   6. verdict::decide; on accept KernelRepo::accept (src/ + the server's
 //      bench_result.yaml, message with `Kzoo-Job:` / `Kzoo-Submission:` /
-//      `Kzoo-Evidence:` trailers), then StateDb::complete.
+//      `Kzoo-Evidence:` trailers, measured_at = the commit of step 2), then
+//      StateDb::complete. If another accept replaced the package's src/
+//      meanwhile, nothing is committed and 2-6 run again against the new
+//      incumbent (at most 3 measurements).
 // A heartbeat thread (its own database connection) extends the lease every
 // lease/3 seconds while the job runs.
 //
