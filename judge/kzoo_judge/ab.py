@@ -157,13 +157,12 @@ class Incumbent:
             # A pair in which either side's clocks disagree is run again, both sides on
             # fresh inputs (timing.FLAG_RETRIES): a noise flag on one side alone would
             # inflate that side's figure and bias the ratio.
-            for attempt in range(timing.FLAG_RETRIES + 1):
-                (child_ns, wall), inc = pair("timed", done, n, index, attempt)
-                fig = timing.cross_check(child_ns, wall, overhead)
-                ifig = timing.cross_check(inc[0], inc[1], inc_overhead) if inc is not None else None
-                if not (fig.flagged or (ifig is not None and ifig.flagged)):
-                    break
-                j.retried += attempt < timing.FLAG_RETRIES
+            def attempt(k):
+                (child_ns, wall), inc = pair("timed", done, n, index, k)
+                f = timing.cross_check(child_ns, wall, overhead)
+                i = timing.cross_check(inc[0], inc[1], inc_overhead) if inc is not None else None
+                return (f, i), f.flagged or (i is not None and i.flagged)
+            fig, ifig = j._rerun_while_flagged(attempt)
             figures.append(fig)
             flagged += fig.flagged
             samples.extend(fig.samples_ns)

@@ -71,34 +71,36 @@ def view(arena, offset, dtype, shape):
     return arena[offset:offset + size].view(dtype).view(tuple(shape))
 
 
-def place(arena, tensors, offset=0):
-    """Copy `tensors` into consecutive aligned slots from `offset`. Returns (views, next offset).
-    The caller sized the arena; a tensor that does not fit raises ValueError."""
-    views = []
+def _copy_in(arena, tensors, offset):
+    """Copy `tensors` into consecutive aligned slots from `offset`: [(offset, view)], next offset.
+    A tensor that does not fit raises ValueError (the caller sized the arena)."""
+    placed = []
     for t in tensors:
         size = nbytes(t)
         if offset + size > arena.numel():
-            raise ValueError("needs %d bytes at offset %d, the arena holds %d" % (size, offset, arena.numel()))
+            raise ValueError("%d bytes (%s %s) at offset %d do not fit in the arena's %d"
+                             % (size, dtype_name(t.dtype), list(t.shape), offset, arena.numel()))
         v = view(arena, offset, t.dtype, list(t.shape))
         v.copy_(t)
-        views.append(v)
+        placed.append((offset, v))
         offset += aligned(size)
-    return views, offset
+    return placed, offset
+
+
+def place(arena, tensors, offset=0):
+    """The judge's side: copies of `tensors` in the arena. Returns (views, next offset)."""
+    placed, end = _copy_in(arena, tensors, offset)
+    return [v for _, v in placed], end
 
 
 def pack(arena, outputs, offset=0):
-    """The child's side: copy one call's outputs into the arena.
+    """The child's side: one call's outputs copied into the arena, and their descriptors.
     Returns (descriptors, next offset) or raises ValueError when they do not fit."""
-    descs = []
-    for t in outputs:
-        size = nbytes(t)
-        if offset + size > arena.numel():
-            raise ValueError("an output of %d bytes (%s %s) does not fit: the outputs are larger than the task declares"
-                             % (size, dtype_name(t.dtype), list(t.shape)))
-        view(arena, offset, t.dtype, list(t.shape)).copy_(t)
-        descs.append((offset, dtype_name(t.dtype), [int(d) for d in t.shape]))
-        offset += aligned(size)
-    return descs, offset
+    try:
+        placed, end = _copy_in(arena, outputs, offset)
+    except ValueError as e:
+        raise ValueError("the outputs are larger than the task declares: %s" % e)
+    return [(off, dtype_name(v.dtype), [int(d) for d in v.shape]) for off, v in placed], end
 
 
 def unpack(arena, descs, taken):

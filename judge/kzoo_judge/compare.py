@@ -1,10 +1,11 @@
 """Comparators: is an output close enough to the reference's?
 
 Runs only in the judge process, on tensors the judge cloned out of shared
-memory, on their own device, in chunks. All arithmetic is float64. Structure is checked before values; then
-non-finite values must match position by position (a NaN in the expected
-output is never a wildcard, and an Inf must have the same sign), and the
-comparator's measure is taken over the finite positions.
+memory, on their own device, in chunks. All arithmetic is float64. Structure
+is checked before values; then non-finite values must match position by
+position (a NaN in the expected output is never a wildcard, and an Inf must
+have the same sign), and the comparator's measure is taken over the finite
+positions.
 
 Measures (the number compared with grading.tolerance.value):
 - relative-frobenius: ||out - exp||_F / ||exp||_F, worst output of a tuple;

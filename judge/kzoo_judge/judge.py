@@ -58,8 +58,6 @@ class Case:
         self.graded_index = graded_index
 
 
-
-
 def _bits_equal(a, b):
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
@@ -234,8 +232,7 @@ class Judge:
         four times the declared outputs, so that a wrong dtype or shape still arrives and is
         refused by the structure check with its real reason."""
         def slots(specs, shapes):
-            return sum(arena.aligned(int(torch.Size(sh).numel()) * torch.empty((), dtype=dtypes.torch_dtype(sp.dtype)).element_size())
-                       for sp, sh in zip(specs, shapes))
+            return sum(arena.aligned(self._tensor_bytes(sp, sh)) for sp, sh in zip(specs, shapes))
         ret = self.task.returned_outputs()
         ret_shapes = [self.task.output_shapes(dims)[self._ret_index(j)] for j in range(len(ret))]
         # + up to a page per set: the inputs' per-set page offset (_batch)
@@ -300,12 +297,15 @@ class Judge:
             if not v.ok:
                 raise CaseFailure("incorrect", "%s: %s" % (labels[i][0] + " " + "/".join(str(x) for x in labels[i][1:]), v.reason))
 
+    @staticmethod
+    def _tensor_bytes(spec, shape):
+        return int(torch.Size(shape).numel()) * torch.empty((), dtype=dtypes.torch_dtype(spec.dtype)).element_size()
+
     def _set_bytes(self, dims):
         """Bytes of one input set plus its outputs (what a batch holds per call)."""
         total = 0
         for specs, shapes in ((self.task.inputs, self.task.input_shapes(dims)), (self.task.outputs, self.task.output_shapes(dims))):
-            for sp, sh in zip(specs, shapes):
-                total += int(torch.Size(sh).numel()) * torch.empty((), dtype=dtypes.torch_dtype(sp.dtype)).element_size()
+            total += sum(self._tensor_bytes(sp, sh) for sp, sh in zip(specs, shapes))
         return total
 
     def _name_indices(self, reason):
@@ -368,17 +368,27 @@ class Judge:
         done = 0
         while done < self.opt.iterations:
             n = min(bsize, self.opt.iterations - done)
-            for attempt in range(timing.FLAG_RETRIES + 1):
-                child_ns, wall = self._batch(dims, timing.timed_labels(case.id, done, n, attempt), "timed", verdicts.append)
-                fig = timing.cross_check(child_ns, wall, overhead)
-                if not fig.flagged:
-                    break
-                self.retried += attempt < timing.FLAG_RETRIES
+            def attempt(k):
+                child_ns, wall = self._batch(dims, timing.timed_labels(case.id, done, n, k), "timed", verdicts.append)
+                f = timing.cross_check(child_ns, wall, overhead)
+                return f, f.flagged
+            fig = self._rerun_while_flagged(attempt)
             figures.append(fig)
             flagged += fig.flagged
             samples.extend(fig.samples_ns)
             done += n
         return samples, flagged, figures, overhead
+
+    def _rerun_while_flagged(self, attempt):
+        """attempt(k) -> (result, flagged) for k = 0, 1, ...: run again on fresh inputs while
+        the clocks disagree, at most timing.FLAG_RETRIES times; the last result stands."""
+        for k in range(timing.FLAG_RETRIES + 1):
+            result, flagged = attempt(k)
+            if not flagged:
+                break
+            if k < timing.FLAG_RETRIES:
+                self.retried += 1
+        return result
 
     def profile(self, case, dims, verdicts):
         """Untimed profiler pass (child; its outputs are checked like any other) and the reference's profile (judge)."""

@@ -69,6 +69,36 @@ class CrossCheck(unittest.TestCase):
         self.assertLessEqual(f.samples_ns[0], 1_000_000)
 
 
+class Phases(unittest.TestCase):
+    def test_nested_phases_count_their_own_time_only(self):
+        clock = [0.0]
+        real = timing.time.perf_counter
+        timing.time.perf_counter = lambda: clock[0]
+        try:
+            p = timing.Phases()
+            with p("checks"):
+                clock[0] += 1.0
+                with p("reference"):
+                    clock[0] += 3.0
+                p.add("child batches", 0.5)  # timed elsewhere, inside "checks"
+                clock[0] += 0.5
+                p.note("calls", 0.25)
+            clock[0] += 2.0
+            summary = p.summary()
+        finally:
+            timing.time.perf_counter = real
+        self.assertEqual(p.totals, {"checks": 1.0, "reference": 3.0, "child batches": 0.5})
+        self.assertEqual(p.notes, {"calls": 0.25})
+        self.assertIn("wall 6.50 s", summary)
+        self.assertIn("other 2.00 s", summary)
+
+    def test_rerun_labels_are_fresh_inputs(self):
+        first = timing.timed_labels("c", 10, 3)
+        again = timing.timed_labels("c", 10, 3, attempt=1)
+        self.assertEqual(first, [("timed", "c", 10), ("timed", "c", 11), ("timed", "c", 12)])
+        self.assertFalse(set(first) & set(again))
+
+
 class Gates(unittest.TestCase):
     def test_library_gate_cpu(self):
         g, msg = gates.library_gate(["aten::softmax", "aten::mm"], ["aten::softmax", "aten::exp"], "cpu")

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The judge's figures on a GPU machine, in one device call (docs/PERF.md "Judge on an H200").
-# Runs from the repository root with .device/ carried (scripts/gpu/validate.sh says what it holds).
+# Runs from the repository root with .device/ carried, built on the Debian 12 machine:
+#   .device/bin/kzoo (stripped), .device/lib/ (the shared libraries `ldd build/kzoo` lists, glibc's
+#   left out) and Debian's bubblewrap .deb (`apt-get download bubblewrap`), unpacked here with dpkg -x.
 #   usage: bash scripts/gpu/judge_h200.sh STEP...   steps: tests, grade:TASK[:TAG], ncu:TASK[:none], events:TASK
 # Each step has its own timeout; everything lands under $OUT; a summary table is printed last.
 set -u

@@ -129,11 +129,6 @@ Result<Built> build_accept_tree(git_repository* repo, const std::string& kernel_
                                 const BenchResultUpdate& update, const std::optional<git_oid>& measured_src) {
   auto head = git::resolve_commit(repo, kMainRef);
   if (!head) return tl::unexpected(head.error());
-  if (measured_src) {
-    auto now = src_tree_at(repo, head->get(), kernel_id);
-    if (!now) return tl::unexpected(now.error());
-    if (!git_oid_equal(&*now, &*measured_src)) return Built{{}, *git_commit_id(head->get()), true};
-  }
   git_tree* rraw = nullptr;
   if (int rc = git_commit_tree(&rraw, head->get()); rc < 0) return git::fail_git("reading HEAD's tree", rc);
   git::Tree root(rraw);
@@ -142,6 +137,11 @@ Result<Built> build_accept_tree(git_repository* repo, const std::string& kernel_
   auto chain = tree_chain(repo, root.get(), segs);
   if (!chain) return fail(fmt::format("cannot accept into kernel {}: {}", kernel_id, chain.error().message));
   const git_tree* pkg = chain->back().get();
+  if (measured_src) {  // the incumbent it was measured against must still be HEAD's src/
+    git_oid now{};
+    if (const git_tree_entry* se = git_tree_entry_byname(pkg, "src")) git_oid_cpy(&now, git_tree_entry_id(se));
+    if (!git_oid_equal(&now, &*measured_src)) return Built{{}, *git_commit_id(head->get()), true};
+  }
   auto harness = git::subtree(repo, pkg, ".kernel_package");
   if (!harness)
     return fail(fmt::format("cannot accept into {}: it is not a kernel package at HEAD (no .kernel_package/)",

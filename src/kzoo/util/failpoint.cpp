@@ -1,7 +1,6 @@
 #include "kzoo/util/failpoint.hpp"
 
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <unistd.h>
