@@ -103,12 +103,16 @@ class Child:
         self.conn = Connection(a.detach())
         self.stopped = False
         self.device = device
+        self.arrived_ns = None
         r = self.request(("setup", device, l2_bytes), setup_timeout)
         if r[0] != "ok":
             raise ChildFailure("protocol", "child setup failed: %s" % (r[1:],))
         self.pid = self.proc.pid
         self.in_arena = None
         self.out_arena = None
+        # The least stream-to-device tail of the judge-owned calibration calls (Judge._calibrate);
+        # None until calibrated, and then every figure is the device-wide window.
+        self.tail_floor_ns = None
 
     def arenas(self, in_bytes, out_bytes):
         """CPU: make sure this child's input and output arenas (arena.py) hold at least
@@ -151,6 +155,10 @@ class Child:
             data = self.conn.recv_bytes()
         except (EOFError, OSError):
             raise ChildFailure("died", self._death_note("before answering"))
+        # The judge's clock stops when the reply has arrived, before it is unpickled:
+        # opening the outputs' CUDA IPC handles here costs the judge, not the child,
+        # and varies with the allocator's history (timing.cross_check).
+        self.arrived_ns = time.perf_counter_ns()
         try:
             msg = restricted_loads(data)
         except Exception as e:  # noqa: BLE001 - anything malformed is the child's fault

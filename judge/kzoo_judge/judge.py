@@ -114,7 +114,7 @@ class Judge:
             out_specs = [(list(s), str(dtypes.torch_dtype(sp.dtype)).replace("torch.", ""))
                          for s, sp in zip(self.task.output_shapes(dims), self.task.outputs)
                          if sp.name not in self.task.in_place]
-            samples = []
+            samples, tails = [], []
             for _ in range(3):
                 for n in (2, 8):
                     if self.device == "cpu":
@@ -122,10 +122,17 @@ class Judge:
                     child.request(("prepare", [[] for _ in range(n)]), 60)
                     t0 = time.perf_counter_ns()
                     r = child.request(("go", "trivial", {"out_specs": out_specs, "flush": True}), 60)
-                    wall = time.perf_counter_ns() - t0
-                    if r[0] != "done":
-                        raise ChildFailure("protocol", "harness calibration failed: %s" % (r,))
+                    wall = child.arrived_ns - t0
+                    if r[0] != "done" or len(r) != 4:
+                        raise ChildFailure("protocol", "harness calibration failed: %s" % (r[:2],))
                     samples.append((n, wall - sum(r[1])))
+                    tails += r[3]
+            # The window's floor: the least gap between a call's stream end and the device's
+            # end when nothing else runs (timing.window_ns). The least, so that hidden work
+            # can only ever lengthen a figure.
+            if any(not isinstance(t, int) or t < 0 for t in tails):
+                raise ChildFailure("protocol", "harness calibration sent malformed tails")
+            child.tail_floor_ns = min(tails + ([child.tail_floor_ns] if child.tail_floor_ns is not None else []))
             # The least of three repeats at each size: noise only ever adds time.
             best = {}
             for n, w in samples:
@@ -197,9 +204,9 @@ class Judge:
             r = chosen.recv(self.opt.call_timeout_s * len(sets) + self.opt.batch_slack_s)
         except ChildFailure as e:
             raise CaseFailure("timeout" if e.kind == "timeout" else "error", str(e))
-        wall = time.perf_counter_ns() - t0
-        self.phases.add("child batches", wall / 1e9)
-        if r[0] == "done" and len(r) == 3 and isinstance(r[1], list):
+        wall = chosen.arrived_ns - t0
+        self.phases.add("child batches", (time.perf_counter_ns() - t0) / 1e9)
+        if r[0] == "done" and len(r) == 4 and isinstance(r[1], list):
             self.phases.note("of which timed calls (child's figures)", sum(t for t in r[1] if isinstance(t, (int, float))) / 1e9)
         if r[0] == "raised":
             raise CaseFailure("error", "the submission raised on call %d: %s" % (r[1], r[2].strip().splitlines()[-1] if r[2].strip() else "?"))
@@ -209,10 +216,10 @@ class Judge:
             raise CaseFailure("error", "the child reported: %s" % str(r[1]).strip()[-800:])
         if mode == "profile" and r[0] == "profile" and len(r) == 4 and len(r[3]) == len(sets):
             child_ns, outs = r[1:3], r[3]  # (events, calls) in place of times
-        elif r[0] != "done" or len(r) != 3 or len(r[2]) != len(sets) or len(r[1]) != len(sets):
+        elif (r[0] != "done" or len(r) != 4 or not all(isinstance(x, list) and len(x) == len(sets) for x in r[1:4])):
             raise CaseFailure("error", "the child broke the protocol: %r" % (r[0],))
         else:
-            child_ns, outs = list(r[1]), r[2]
+            child_ns, outs = timing.window_ns(r[1], r[3], chosen.tail_floor_ns), r[2]
         if out_arena is not None:
             outs = self._unpack_outputs(out_arena, outs)
         chosen.stop()
@@ -370,7 +377,7 @@ class Judge:
             n = min(bsize, self.opt.iterations - done)
             def attempt(k):
                 child_ns, wall = self._batch(dims, timing.timed_labels(case.id, done, n, k), "timed", verdicts.append)
-                f = timing.cross_check(child_ns, wall, overhead)
+                f = timing.cross_check(child_ns, wall, overhead, self.device)
                 return f, f.flagged
             fig = self._rerun_while_flagged(attempt)
             figures.append(fig)
@@ -464,6 +471,8 @@ class Judge:
             return self._with_ab(case, self._case_doc(case, status, False, verdicts, None, {},
                                                       "%s%s" % (str(e), ("; " + note) if note else "")))
         med, spread = timing.summarise(samples)
+        log("case %s: child/judge clocks per timed batch: least %.4f, median %.4f, greatest %.4f (%d batches)"
+            % ((case.id,) + timing.agreement(figures) + (len(figures),)))
         msgs = [note] if note else []
         if self.retried > retried_before:
             msgs.append("%d timed batches were re-run on fresh inputs because the child's times and the judge's clock "

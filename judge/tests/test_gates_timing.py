@@ -69,6 +69,45 @@ class CrossCheck(unittest.TestCase):
         self.assertLessEqual(f.samples_ns[0], 1_000_000)
 
 
+class GpuWindow(unittest.TestCase):
+    """Each call's figure from its stream end and its device end (timing.window_ns)."""
+
+    def test_an_honest_tail_at_the_floor_leaves_the_stream_figure(self):
+        self.assertEqual(timing.window_ns([6_000_000, 6_100_000], [8_000, 7_000], 7_000), [6_001_000.0, 6_100_000.0])
+
+    def test_work_past_the_stream_end_is_counted_in_full(self):
+        # 2 ms left running on a side stream: the device ended 2 ms + the harness's
+        # own 7 us after the stream did; the figure is the device-wide window less the floor.
+        self.assertEqual(timing.window_ns([1_000_000], [2_007_000], 7_000), [3_000_000.0])
+
+    def test_uncalibrated_means_the_device_wide_window(self):
+        self.assertEqual(timing.window_ns([1_000_000], [30_000], None), [1_030_000.0])
+
+    def test_malformed_pairs_become_nan_and_are_flagged(self):
+        w = timing.window_ns([1_000, -1, 1_000, True], [5, 5, float("nan"), 5], 0)
+        self.assertEqual(w[0], 1_005.0)
+        self.assertTrue(all(math.isnan(x) for x in w[1:]))
+        self.assertTrue(timing.cross_check(w, 10_000, timing.Overhead()).flagged)
+
+
+    def test_the_gpu_bound_is_tighter_than_the_cpu_bound(self):
+        # 12% of a 10 ms batch hidden from the child's events: inside the CPU's
+        # noise margin, refused on a GPU.
+        wall = 10_000_000 + 100_000 + 10 * 20_000
+        child = [880_000] * 10
+        o = timing.Overhead(100_000, 20_000)
+        self.assertFalse(timing.cross_check(child, wall, o, "cpu").flagged)
+        self.assertTrue(timing.cross_check(child, wall, o, "cuda").flagged)
+
+    def test_agreement_of_the_clocks(self):
+        o = timing.Overhead(0, 0)
+        figs = [timing.cross_check([900] * 10, 10_000, o), timing.cross_check([1000] * 10, 10_000, o)]
+        least, med, most = timing.agreement(figs)
+        self.assertAlmostEqual(least, 0.9)
+        self.assertAlmostEqual(most, 1.0)
+        self.assertAlmostEqual(med, 0.95)
+
+
 class Phases(unittest.TestCase):
     def test_nested_phases_count_their_own_time_only(self):
         clock = [0.0]

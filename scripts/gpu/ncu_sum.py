@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Sums gpu__time_duration.sum from ncu --csv output; prints per-call microseconds.
 
-Usage: python3 ncu_sum.py NCU_CSV CALLS
+Usage: python3 ncu_sum.py NCU_CSV CALLS [--kernels]
+  --kernels: also one line per kernel name (microseconds per call, launches per call)
 """
 import csv
 import sys
@@ -9,7 +10,7 @@ import sys
 
 def main():
     path, calls = sys.argv[1], int(sys.argv[2])
-    total_ns, kernels = 0.0, 0
+    total_ns, kernels, by_name = 0.0, 0, {}
     with open(path, newline="") as f:
         lines = [l for l in f if l.startswith('"')]
     for row in csv.DictReader(lines):
@@ -20,7 +21,13 @@ def main():
         scale = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6}.get(unit, 1.0)
         total_ns += value * scale
         kernels += 1
+        name = row.get("Kernel Name", "?")
+        n, t = by_name.get(name, (0, 0.0))
+        by_name[name] = (n + 1, t + value * scale)
     print("%.3f %d" % (total_ns / calls / 1e3, kernels))
+    if "--kernels" in sys.argv[3:]:
+        for name, (n, t) in sorted(by_name.items(), key=lambda kv: -kv[1][1]):
+            print("    %-90s %5.1f %9.1f" % (name[:90], n / calls, t / calls / 1e3))
 
 
 if __name__ == "__main__":
