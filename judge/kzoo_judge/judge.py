@@ -377,7 +377,7 @@ class Judge:
             n = min(bsize, self.opt.iterations - done)
             def attempt(k):
                 child_ns, wall = self._batch(dims, timing.timed_labels(case.id, done, n, k), "timed", verdicts.append)
-                f = timing.cross_check(child_ns, wall, overhead, self.device)
+                f = timing.cross_check(child_ns, wall, overhead)
                 return f, f.flagged
             fig = self._rerun_while_flagged(attempt)
             figures.append(fig)

@@ -31,11 +31,11 @@ def timed_labels(case_id, start, n, attempt=0):
 
 
 # A child total below this fraction of the judge's estimate is implausible. On the
-# CPU the harness's own cost swings with the machine's load; on a GPU the calls run
-# on the device while the host waits, the harness cost is a steady few tens of
-# microseconds a call, and the bound can be tight: hiding work from the child's
-# events (a patched harness, a side stream) then buys at most this margin.
-PLAUSIBLE_FRACTION = {"cpu": 0.75, "cuda": 0.92}
+# CPU the harness's cost swings with the machine's load; on an H200 honest batches of the catalog's tasks ran at 0.954-0.999 of the
+# judge's estimate, and the shortfall grows as batches shrink (about 12% of one call
+# per batch, not yet explained: docs/PERF.md), so a tight GPU bound would flag
+# honest one-call batches of large tasks. Tighten once that cost is found.
+PLAUSIBLE_FRACTION = 0.75
 # Absolute slack (ns) for scheduler noise on a loaded machine.
 SLACK_NS = 200_000
 
@@ -96,7 +96,7 @@ class BatchFigure:
         self.wall_ns = wall_ns
 
 
-def cross_check(child_ns, wall_ns, overhead, device="cpu"):
+def cross_check(child_ns, wall_ns, overhead):
     """Samples of one batch after checking the child's times against the judge's clock."""
     n = len(child_ns)
     child_total = float(sum(child_ns))
@@ -105,7 +105,7 @@ def cross_check(child_ns, wall_ns, overhead, device="cpu"):
         est_total = min(wall_ns, max(child_total, 0.0)) if child_total > 0 else wall_ns
     judge_per_call = est_total / max(n, 1)
     bad_values = any((not isinstance(t, (int, float))) or t < 0 or math.isnan(t) for t in child_ns)
-    implausible = child_total < PLAUSIBLE_FRACTION.get(device, PLAUSIBLE_FRACTION["cpu"]) * est_total - SLACK_NS
+    implausible = child_total < PLAUSIBLE_FRACTION * est_total - SLACK_NS
     # A child claiming MORE than the judge's whole clock is also lying (or broken).
     too_slow = child_total > wall_ns * 1.05 + SLACK_NS
     if bad_values or implausible or too_slow:
