@@ -63,6 +63,7 @@ class Harness:
         self.keep = None  # outputs of the last reply stay alive until the next command (CUDA IPC)
         self._device_sync = None
         self._event = None
+        self._flush_sink = None  # the flush's result, held so the read is not a dead value
         self.out_arena = None  # CPU: the judge's output arena (arena.py); outputs are copied there
 
     # --- messages -----------------------------------------------------------
@@ -134,9 +135,9 @@ class Harness:
     def _flush(self):
         """Evict the L2 by READING twice its size. Zeroing a buffer (the usual way) leaves the
         L2 full of dirty lines, and writing them back then lands in the next call's window:
-        ~12 us per call on an H200, 4% of a 300 us kernel, that Nsight Compute (whose flush
-        is an invalidate) never charges. Read, the previous call's dirty lines are written
-        back here, outside the window, and the call starts on a clean L2."""
+        4-60 us per call on an H200 (docs/PERF.md), a sizeable part of a 300 us kernel, that
+        Nsight Compute (whose flush is an invalidate) never charges. Read, the previous call's
+        dirty lines are written back here, outside the window, and the call starts on a clean L2."""
         import torch
         self._flush_sink = torch.sum(self.flush_buf)
 

@@ -31,10 +31,11 @@ def timed_labels(case_id, start, n, attempt=0):
 
 
 # A child total below this fraction of the judge's estimate is implausible. On the
-# CPU the harness's cost swings with the machine's load; on an H200 honest batches of the catalog's tasks ran at 0.954-0.999 of the
-# judge's estimate, and the shortfall grows as batches shrink (about 12% of one call
-# per batch, not yet explained: docs/PERF.md), so a tight GPU bound would flag
-# honest one-call batches of large tasks. Tighten once that cost is found.
+# CPU the harness's cost swings with the machine's load. On an H200 honest batches
+# of the catalog's tasks ran at 0.954-0.999 of the judge's estimate, lower as batches
+# shrink (about 12% of one call per batch, not yet explained: docs/PERF.md), so a
+# tighter GPU bound would flag honest one-call batches of large tasks. Tighten it
+# once that cost is found.
 PLAUSIBLE_FRACTION = 0.75
 # Absolute slack (ns) for scheduler noise on a loaded machine.
 SLACK_NS = 200_000

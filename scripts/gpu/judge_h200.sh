@@ -7,6 +7,8 @@
 #   steps: tests, grade:TASK[:TAG], ncu:TASK[:none], events:TASK, iso:TASK (isolated_eager.py),
 #          ipc:TASK (ipc_eager.py), judge:TASK (the judge without the sandbox), nsys:TASK (kernels AND memcpys in-stream, where nsys is installed)
 # Each step has its own timeout; everything lands under $OUT; a summary table is printed last.
+# JUDGE_DIR (default judge) picks the judge the steps use: a second checkout's judge/ copied into the
+# working tree (untracked, e.g. judge_b/) lets one device call compare two judges, step by step.
 set -u
 OUT=${OUT:-/tmp/kzoo-out}; mkdir -p "$OUT"
 PY=${KZOO_PYTHON:-/opt/torch/.venv/bin/python3}
@@ -14,6 +16,7 @@ mkdir -p /tmp/bw && dpkg -x .device/bubblewrap_*.deb /tmp/bw
 export KZOO_BWRAP=/tmp/bw/usr/bin/bwrap LD_LIBRARY_PATH=$PWD/.device/lib KZOO_PYTHON=$PY
 K=.device/bin/kzoo
 S="$OUT/summary.txt"
+JD=${JUDGE_DIR:-judge}
 pkg_of() {
   case $1 in
     softmax) echo catalog/kernel_data/h200/norm/softmax/bf16/softmax_eager ;;
@@ -30,14 +33,14 @@ for step in "$@"; do
   t0=$(now)
   case $kind in
     tests)  # the judge's GPU tests: CUDA IPC, events, L2 flush, the GPU-only tricks
-      (cd judge && timeout "${TESTS_TIMEOUT:-360}" "$PY" -m unittest -v tests.test_exploits.GpuTricks tests.test_judge.OnTheGpu \
+      (cd "$JD" && timeout "${TESTS_TIMEOUT:-360}" "$PY" -m unittest -v tests.test_exploits.GpuTricks tests.test_judge.OnTheGpu \
         tests.test_judge.HardenedJudgeOnTheGpu) > "$OUT/gpu_tests.txt" 2>&1
       echo "tests rc=$? wall_s=$(since "$t0") $(tail -1 "$OUT/gpu_tests.txt")" >> "$S" ;;
     grade)  # kzoo grade in the sandbox, default 100 timed calls per case
-      f="$OUT/grade_${task}${tag:+_$tag}"
-      timeout "${GRADE_TIMEOUT:-280}" $K grade "$(pkg_of "$task")" --device cuda --json --catalog catalog --judge-dir judge \
+      f="$OUT/grade_${task}${tag:+_$tag}${JUDGE_DIR:+_$JD}"
+      timeout "${GRADE_TIMEOUT:-280}" $K grade "$(pkg_of "$task")" --device cuda --json --catalog catalog --judge-dir "$JD" \
         --python "$PY" --timeout "$(( ${GRADE_TIMEOUT:-280} - 10 ))" -v > "$f.json" 2> "$f.err"
-      echo "grade $task ${tag:-} rc=$? wall_s=$(since "$t0")" >> "$S"
+      echo "grade $task ${tag:-} judge=$JD rc=$? wall_s=$(since "$t0")" >> "$S"
       grep -o '"message": "median [^;"]*' "$f.json" | sed 's/^/    /' >> "$S"
       grep 'kzoo-judge: time:' "$f.err" | tail -1 | sed 's/^/    /' >> "$S" ;;
     events)  # the same package timed in-process with CUDA events, three ways (events_eager.py)
@@ -62,10 +65,10 @@ print("    clock event reasons seen: %s" % ", ".join(reasons))
 PYEOF
       ;;
     judge)  # the judge itself, no sandbox
-      f="$OUT/judge_${task}${tag:+_$tag}"
-      (cd judge && timeout 200 "$PY" -m kzoo_judge run --task "../catalog/tasks/$task/task.json" \
+      f="$OUT/judge_${task}${tag:+_$tag}${JUDGE_DIR:+_$JD}"
+      (cd "$JD" && timeout 200 "$PY" -m kzoo_judge run --task "../catalog/tasks/$task/task.json" \
         --module-dir "../$(pkg_of "$task")/src" --device cuda) > "$f.json" 2> "$f.err"
-      echo "judge $task ${tag:-} rc=$? wall_s=$(since "$t0")" >> "$S"
+      echo "judge $task ${tag:-} judge=$JD rc=$? wall_s=$(since "$t0")" >> "$S"
       grep -o '"message": "median [^;"]*' "$f.json" | sed 's/^/    /' >> "$S"
       grep 'clocks per timed' "$f.err" | sed 's/^/    /' >> "$S" ;;
     ipc)  # inputs in another process's memory (as the judge's child gets them) against local copies
