@@ -101,27 +101,34 @@ class Harness:
         self.out_arena = out_arena
         return ("ok", None)
 
-    def _send_outputs(self, outs):
-        """Normalised outputs for the reply: descriptors into the output arena on the
-        CPU (copied here, inside the judge's clock), the tensors themselves otherwise."""
-        norm = []
-        for i, r in enumerate(outs):
-            lst, why = _normalise(r, self.sets[i])
-            if why:
-                return None, ("bad_output", i, why)
-            norm.append(lst)
-        if self.out_arena is None or self.device != "cpu":
-            self.keep = norm
-            return norm, None
+    def _pack(self, i, r, offset):
+        """Call i's outputs copied into the judge's output arena: (descriptors, next offset, None)
+        or (None, offset, the reason they cannot be sent). Without an arena (the GPU), the
+        tensors themselves."""
+        lst, why = _normalise(r, self.sets[i])
+        if why:
+            return None, offset, ("bad_output", i, why)
+        if self.out_arena is None:
+            return lst, offset, None
         from .arena import pack
-        descs, offset = [], 0
-        for i, lst in enumerate(norm):
-            try:
-                d, offset = pack(self.out_arena, lst, offset)
-            except ValueError as e:
-                return None, ("bad_output", i, str(e))
-            descs.append(d)
-        return descs, None
+        try:
+            d, offset = pack(self.out_arena, lst, offset)
+        except ValueError as e:
+            return None, offset, ("bad_output", i, str(e))
+        return d, offset, None
+
+    def _send_outputs(self, outs):
+        """The reply's outputs of a batch whose calls returned them all (the profiler pass, the
+        GPU): descriptors into the output arena, or the tensors, kept alive until the next command."""
+        sent, offset = [], 0
+        for i, r in enumerate(outs):
+            d, offset, bad = self._pack(i, r, offset)
+            if bad:
+                return None, bad
+            sent.append(d)
+        if self.out_arena is None:
+            self.keep = sent
+        return sent, None
 
     def prepare(self, sets):
         self.sets = sets
@@ -166,6 +173,12 @@ class Harness:
             return ("error", "no submission loaded")
         cuda = self.device == "cuda"
         times, outs = [], []
+        # CPU: each call's outputs are copied into the arena inside its own window. What the
+        # judge checks is then the output as it stood when the call returned: a thread that
+        # finished outputs while the next call ran (on another CPU, off the judge's window)
+        # used to pass with half of each call's work outside its figure.
+        per_call = self.out_arena is not None and not cuda
+        offset, bad = 0, None
         flush = self.flush_buf is not None and opts.get("flush", True)
         if cuda:
             # Per call: start, the stream's end (right after the call, in stream order) and the
@@ -189,11 +202,15 @@ class Harness:
                 else:
                     t0 = _clock()
                     r = fn(*args)
+                    if per_call:
+                        r, offset, bad = self._pack(i, r, offset)
                     times.append(_clock() - t0)
             except BaseException as e:  # noqa: BLE001 - any failure of the submission is a value
                 if isinstance(e, KeyboardInterrupt):
                     raise
                 return ("raised", i, "".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:])
+            if bad:
+                return bad
             outs.append(r)
         self._sync()
         if cuda:
@@ -201,6 +218,8 @@ class Harness:
             tails = [int(m.elapsed_time(e) * 1e6) for m, e in zip(mids, ends)]
         else:
             tails = [0] * len(times)
+        if per_call:
+            return ("done", times, outs, tails)
         sent, bad = self._send_outputs(outs)
         return bad or ("done", times, sent, tails)
 
