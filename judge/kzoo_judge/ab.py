@@ -159,8 +159,8 @@ class Incumbent:
             # inflate that side's figure and bias the ratio.
             def attempt(k):
                 (child_ns, wall), inc = pair("timed", done, n, index, k)
-                f = timing.cross_check(child_ns, wall, overhead)
-                i = timing.cross_check(inc[0], inc[1], inc_overhead) if inc is not None else None
+                f = j.figure(child_ns, wall, overhead)
+                i = j.figure(inc[0], inc[1], inc_overhead) if inc is not None else None
                 return (f, i), f.flagged or (i is not None and i.flagged)
             fig, ifig = j._rerun_while_flagged(attempt)
             figures.append(fig)

@@ -377,7 +377,7 @@ class Judge:
             n = min(bsize, self.opt.iterations - done)
             def attempt(k):
                 child_ns, wall = self._batch(dims, timing.timed_labels(case.id, done, n, k), "timed", verdicts.append)
-                f = timing.cross_check(child_ns, wall, overhead)
+                f = self.figure(child_ns, wall, overhead)
                 return f, f.flagged
             fig = self._rerun_while_flagged(attempt)
             figures.append(fig)
@@ -385,6 +385,12 @@ class Judge:
             samples.extend(fig.samples_ns)
             done += n
         return samples, flagged, figures, overhead
+
+    def figure(self, child_ns, wall, overhead):
+        """One timed batch's samples: checked against the judge's clock, and on the GPU evened
+        out when its calls are too unequal to be honest (timing.even_out)."""
+        f = timing.cross_check(child_ns, wall, overhead)
+        return timing.even_out(f) if self.device == "cuda" else f
 
     def _rerun_while_flagged(self, attempt):
         """attempt(k) -> (result, flagged) for k = 0, 1, ...: run again on fresh inputs while
@@ -477,6 +483,10 @@ class Judge:
         if self.retried > retried_before:
             msgs.append("%d timed batches were re-run on fresh inputs because the child's times and the judge's clock "
                         "disagreed" % (self.retried - retried_before))
+        evened = sum(1 for f in figures if f.evened)
+        if evened:
+            msgs.append("%d of %d timed batches: their calls' times were too unequal (mean above %.2fx the median: "
+                        "work moved between calls?); each call got its batch's mean" % (evened, len(figures), timing.SKEW_LIMIT))
         if flagged:
             msgs.append("%d of %d timed batches: the child's own times were implausibly below the judge's clock "
                         "(harness %.1f us/call); the judge-derived time was used" % (flagged, len(figures), overhead.per_call_ns / 1e3))

@@ -99,6 +99,37 @@ class GpuWindow(unittest.TestCase):
         self.assertAlmostEqual(med, 0.95)
 
 
+class EvenOut(unittest.TestCase):
+    """Work moved between the calls of a batch: the batch's mean replaces the low median."""
+
+    def fig(self, samples):
+        return timing.BatchFigure([float(x) for x in samples], False, 0.0, float(sum(samples)), 0.0)
+
+    def test_honest_calls_keep_their_own_figures(self):
+        f = timing.even_out(self.fig([1000, 1010, 990, 1020, 1005]))
+        self.assertFalse(f.evened)
+        self.assertEqual(f.samples_ns, [1000.0, 1010.0, 990.0, 1020.0, 1005.0])
+
+    def test_one_call_doing_the_work_of_three_gives_all_three_the_mean(self):
+        # Call 0 computed the outputs of calls 1 and 2, which returned them at once.
+        f = timing.even_out(self.fig([3010, 10, 10]))
+        self.assertTrue(f.evened)
+        self.assertEqual(f.samples_ns, [1010.0] * 3)
+
+    def test_flagged_and_two_call_batches_are_left_alone(self):
+        flagged = timing.BatchFigure([500.0, 500.0, 500.0], True, 500.0, 30.0, 2000.0)
+        self.assertEqual(timing.even_out(flagged).samples_ns, [500.0] * 3)
+        self.assertFalse(timing.even_out(self.fig([2000, 10])).evened)  # the median of two is their mean
+
+    def test_only_the_gpu_is_guarded(self):
+        from kzoo_judge.judge import Judge
+        j = Judge.__new__(Judge)
+        o = timing.Overhead()
+        for device, evened in (("cuda", True), ("cpu", False)):
+            j.device = device
+            self.assertEqual(j.figure([3_000_000, 10_000, 10_000], 3_100_000, o).evened, evened)
+
+
 class Phases(unittest.TestCase):
     def test_nested_phases_count_their_own_time_only(self):
         clock = [0.0]
