@@ -178,7 +178,7 @@ class Harness:
         # finished outputs while the next call ran (on another CPU, off the judge's window)
         # used to pass with half of each call's work outside its figure.
         per_call = self.out_arena is not None and not cuda
-        offset, bad = 0, None
+        offset, bad = int(opts.get("out_offset", 0)), None  # the judge's slot for this "go" (paced batches)
         flush = self.flush_buf is not None and opts.get("flush", True)
         if cuda:
             # Per call: start, the stream's end (right after the call, in stream order) and the
