@@ -116,13 +116,13 @@ class Judge:
                          if sp.name not in self.task.in_place]
             samples, tails = [], []
             trivial = {"out_specs": out_specs, "flush": True}
+            out_slot = self._arena_bytes(dims, 1)[1]
             for _ in range(3):
                 for n in (2, 8):
                     # The same protocol as a timed batch: the harness's cost is what is measured.
                     self._arenas(child, dims, n)
                     try:
                         if self._paced():
-                            out_slot = self._arena_bytes(dims, 1)[1]
                             _, stream, t, _, wall = self._one_by_one(child, n, lambda k: [], out_slot, "trivial", trivial)
                         else:
                             stream, t, _, wall = self._all_at_once(child, [[] for _ in range(n)], "trivial", dims, trivial)

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from eager_package import load  # noqa: E402
+from eager_package import l2_buffer, load, timed_call  # noqa: E402
 from kzoo_judge import inputs  # noqa: E402
 
 
@@ -35,8 +35,7 @@ def main():
     calls = int(sys.argv[4]) if len(sys.argv) > 4 else 30
     task, _, dims, fn = load(task_path, src_dir, shape_index)
     sets = [inputs.make_inputs(task, dims, 2000 + i, "cuda") for i in range(6)]
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+    flush = l2_buffer()
     for s in sets[:2]:
         fn(*s)
     torch.cuda.synchronize()
@@ -55,22 +54,9 @@ def main():
             if refill:  # fresh values, written into the same tensors (the judge's GPU arena)
                 for t, f in zip(args, inputs.make_inputs(task, dims, 3000 + i, "cuda")):
                     t.copy_(f)
-            torch.cuda.synchronize()
-            if read_flush:
-                flush.sum()  # the judge's flush since 2026-12: clean lines, no write-back in the window
-            else:
-                flush.zero_()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            r = fn(*args)
-            if stream_end:
-                b.record()
-                torch.cuda.synchronize()
-            else:
-                torch.cuda.synchronize()
-                b.record()
-            b.synchronize()
-            out.append(a.elapsed_time(b) * 1e3)
+            # read: the judge's flush since 2026-11-30 (clean lines, no write-back in the window)
+            us, r = timed_call(fn, args, flush.sum if read_flush else flush.zero_, end_after_sync=not stream_end)
+            out.append(us)
             if keep:  # the judge keeps a batch's outputs alive until it has read them
                 kept = (kept + [r])[-keep:]
         return statistics.median(out)

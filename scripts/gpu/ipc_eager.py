@@ -22,24 +22,18 @@ import torch.multiprocessing as mp  # noqa: E402
 
 
 def child(q, done, task_path, src_dir, shape_index, calls):
-    from eager_package import load
+    from eager_package import l2_buffer, load, timed_call
     _, _, _, fn = load(task_path, src_dir, shape_index)
     sets = q.get()
-    buf = torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32, device="cuda")
+    buf = l2_buffer()
     local = [[t.clone() for t in s] for s in sets]
     times = {"ipc": [], "local": []}
     for i in range(calls * 2 + 4):
         kind = "ipc" if i % 2 == 0 else "local"
         args = (sets if kind == "ipc" else local)[(i // 2) % len(sets)]
-        torch.cuda.synchronize()
-        buf.sum()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn(*args)
-        b.record()
-        torch.cuda.synchronize()
+        us, _ = timed_call(fn, args, buf.sum)
         if i >= 4:
-            times[kind].append(a.elapsed_time(b) * 1e3)
+            times[kind].append(us)
     ipc, loc = statistics.median(times["ipc"]), statistics.median(times["local"])
     print("ipc inputs %.1f us, local copies %.1f us, ipc/local %.4f (%d calls each)" % (ipc, loc, ipc / loc, calls))
     del sets, local

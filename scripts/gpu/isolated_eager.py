@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from eager_package import load  # noqa: E402
+from eager_package import l2_buffer, load, timed_call  # noqa: E402
 from kzoo_judge import inputs  # noqa: E402
 
 
@@ -56,26 +56,15 @@ def main():
     calls = int(sys.argv[4]) if len(sys.argv) > 4 else 10
     task, _, dims, fn = load(task_path, src_dir, shape_index)
     sets = [inputs.make_inputs(task, dims, 4000 + i, "cuda") for i in range(4)]
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    buf = torch.zeros(2 * l2 // 4, dtype=torch.int32, device="cuda")
+    buf = l2_buffer()
     flushes = {"no flush": lambda: None, "read": lambda: buf.sum(), "zero": lambda: buf.zero_()}
     for s in sets[:2]:
         fn(*[t.clone() for t in s])
     torch.cuda.synchronize()
 
     def in_stream():
-        out = []
-        for i in range(calls):
-            args = [t.clone() for t in sets[i % len(sets)]]
-            torch.cuda.synchronize()
-            buf.sum()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn(*args)
-            b.record()
-            torch.cuda.synchronize()
-            out.append(a.elapsed_time(b) * 1e3)
-        return statistics.median(out)
+        return statistics.median(timed_call(fn, [t.clone() for t in sets[i % len(sets)]], buf.sum)[0]
+                                 for i in range(calls))
 
     def isolated(kind):
         per_call, table = [], {}
