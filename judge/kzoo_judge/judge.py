@@ -223,10 +223,9 @@ class Judge:
         return child_ns, wall
 
     def _paced(self):
-        """Timed batches handed over one input set per call (_one_by_one): the CPU. The GPU
-        follows once the change of rhythm between its calls is measured against Nsight Compute
-        (branch judge-handover; docs/JUDGE.md, residual risks)."""
-        return self.device == "cpu"
+        """Timed batches handed over one input set per call (_one_by_one), on both devices
+        (on the GPU: to be measured against Nsight Compute before this branch is merged)."""
+        return True
 
     def _one_by_one(self, chosen, n, make_set, out_slot, go="submission", opts=None):
         """A timed batch, paced by the judge: one input set per "go", made just before its call,
