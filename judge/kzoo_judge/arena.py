@@ -1,4 +1,4 @@
-"""Shared-memory arenas: how input sets and outputs cross between judge and child on the CPU.
+"""Arenas: how input sets and outputs cross between judge and child (CPU: both; GPU: outputs).
 
 Why: torch's per-tensor sharing (`share_memory_()` with the file_system
 strategy) creates a shared-memory file for every tensor, through torch's
@@ -13,6 +13,15 @@ copies every input set into the input arena and the child calls the
 submission on views of it; the child copies every output into the output
 arena (a memcpy: microseconds, proportional to the bytes, and inside the
 timed window, so late work still cannot hide) and sends only descriptors.
+
+On a GPU the inputs still cross as CUDA IPC tensors, but the outputs go
+through a judge-owned device arena: the child copies each call's outputs
+into it right after the call's window closes (outside the timed window --
+a GPU copy of a graded output is a sizeable fraction of the call) and drops
+its own tensors, so the next call reuses the memory it would reuse outside
+the judge. Why: keeping every output of a batch alive in the child until
+the reply pushed each call onto memory the allocator had not just used,
+and the judge timed ~1% above a plain loop of the same calls.
 
 The child is untrusted: `unpack` checks every descriptor (dtype, shape,
 bounds, alignment, no overlap) before the judge builds a view.
@@ -61,6 +70,12 @@ def new(size):
     """A shared CPU byte arena of at least `size` bytes (never empty). Not zeroed: every
     byte the judge reads was written by a copy in this batch, and descriptors are bounds-checked."""
     return torch.empty(max(aligned(size), ALIGN), dtype=torch.uint8).share_memory_()
+
+
+def new_on_device(size, device="cuda"):
+    """A GPU output arena: one judge-owned allocation, handed to the child once (CUDA IPC).
+    Not zeroed, for the same reason as new()."""
+    return torch.empty(max(aligned(size), ALIGN), dtype=torch.uint8, device=device)
 
 
 def view(arena, offset, dtype, shape):

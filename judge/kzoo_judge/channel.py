@@ -131,6 +131,20 @@ class Child:
             raise ChildFailure("protocol", "the child refused its arenas: %s" % (r[1:],))
         return self.in_arena, self.out_arena
 
+    def device_out_arena(self, out_bytes):
+        """GPU: this child's output arena (arena.new_on_device) of at least `out_bytes`, handed
+        over once per size. The child copies each call's outputs into it after the call's
+        window and drops its own tensors (Harness.go)."""
+        from . import arena
+        if self.out_arena is not None and self.out_arena.numel() >= out_bytes:
+            return self.out_arena
+        self.out_arena = None  # the old one goes before the new one is made: device memory is the limit
+        self.out_arena = arena.new_on_device(out_bytes)
+        r = self.request(("arena", None, self.out_arena), 60)
+        if r[0] != "ok":
+            raise ChildFailure("protocol", "the child refused its arena: %s" % (r[1:],))
+        return self.out_arena
+
     def send(self, msg):
         try:
             self.conn.send_bytes(ForkingPickler.dumps(msg))

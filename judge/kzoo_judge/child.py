@@ -103,8 +103,8 @@ class Harness:
 
     def _pack(self, i, r, offset):
         """Call i's outputs copied into the judge's output arena: (descriptors, next offset, None)
-        or (None, offset, the reason they cannot be sent). Without an arena (the GPU), the
-        tensors themselves."""
+        or (None, offset, the reason they cannot be sent). Without an arena (a run before the
+        judge handed one over), the tensors themselves."""
         lst, why = _normalise(r, self.sets[i])
         if why:
             return None, offset, ("bad_output", i, why)
@@ -118,8 +118,8 @@ class Harness:
         return d, offset, None
 
     def _send_outputs(self, outs):
-        """The reply's outputs of a batch whose calls returned them all (the profiler pass, the
-        GPU): descriptors into the output arena, or the tensors, kept alive until the next command."""
+        """The reply's outputs of a batch whose calls returned them all (the profiler pass):
+        descriptors into the output arena, or the tensors, kept alive until the next command."""
         sent, offset = [], 0
         for i, r in enumerate(outs):
             d, offset, bad = self._pack(i, r, offset)
@@ -173,11 +173,15 @@ class Harness:
             return ("error", "no submission loaded")
         cuda = self.device == "cuda"
         times, outs = [], []
-        # CPU: each call's outputs are copied into the arena inside its own window. What the
-        # judge checks is then the output as it stood when the call returned: a thread that
-        # finished outputs while the next call ran (on another CPU, off the judge's window)
-        # used to pass with half of each call's work outside its figure.
-        per_call = self.out_arena is not None and not cuda
+        # Each call's outputs are copied into the judge's arena as soon as the call is over --
+        # on the CPU inside its window, on a GPU right after its device end (a device copy of
+        # a graded output is a sizeable part of a call) -- and the call's own tensors dropped.
+        # What the judge checks is then the output as it stood when the call returned: a thread
+        # that finished outputs while the next call ran used to pass with part of each call's
+        # work outside its figure. On a GPU the next call also reuses the memory it would
+        # outside the judge; kept alive for the whole batch, the outputs pushed every call onto
+        # memory the allocator had not just used.
+        per_call = self.out_arena is not None
         offset, bad = int(opts.get("out_offset", 0)), None  # the judge's slot for this "go" (paced batches)
         flush = self.flush_buf is not None and opts.get("flush", True)
         if cuda:
@@ -199,6 +203,11 @@ class Harness:
                     mids[i].record()
                     self._drain(mids[i])
                     ends[i].record()
+                    if per_call:
+                        r, offset, bad = self._pack(i, r, offset)
+                        # The copy is done before the call's tensors can be reused by work
+                        # on another stream (the allocator orders reuse per stream only).
+                        self._device_sync()
                 else:
                     t0 = _clock()
                     r = fn(*args)

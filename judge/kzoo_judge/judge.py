@@ -223,10 +223,9 @@ class Judge:
         return child_ns, wall
 
     def _paced(self):
-        """Timed batches handed over one input set per call (_one_by_one): the CPU. The GPU
-        follows once the change of rhythm between its calls is measured against Nsight Compute
-        (branch judge-handover; docs/JUDGE.md, residual risks)."""
-        return self.device == "cpu"
+        """Timed batches handed over one input set per call (_one_by_one), on both devices
+        (on the GPU: to be measured against Nsight Compute before this branch is merged)."""
+        return True
 
     def _one_by_one(self, chosen, n, make_set, out_slot, go="submission", opts=None):
         """A timed batch, paced by the judge: one input set per "go", made just before its call,
@@ -293,21 +292,26 @@ class Judge:
         return r
 
     def _arenas(self, child, dims, n):
-        """(input arena, output arena) of `child` for a batch of n calls: the CPU's; none on a GPU."""
+        """(input arena, output arena) of `child` for a batch of n calls: both on the CPU; on a
+        GPU only the output arena (inputs cross as CUDA IPC tensors, their addresses made no
+        difference to the figures: docs/PERF.md)."""
         if self.device == "cpu":
             return child.arenas(*self._arena_bytes(dims, n))
-        return None, None
+        return None, child.device_out_arena(self._arena_bytes(dims, n)[1])
 
     def _arena_bytes(self, dims, n):
-        """(input, output) arena bytes for a batch of n calls. The output side has room for
-        four times the declared outputs, so that a wrong dtype or shape still arrives and is
-        refused by the structure check with its real reason."""
+        """(input, output) arena bytes for a batch of n calls. On the CPU the output side has
+        room for four times the declared outputs, so that a wrong dtype or shape still arrives
+        and is refused by the structure check with its real reason; a GPU's memory is too
+        precious for that (a larger output is refused by the child's copy, with its dtype and
+        shape in the message)."""
+        room = 4 if self.device == "cpu" else 1
         def slots(specs, shapes):
             return sum(arena.aligned(self._tensor_bytes(sp, sh)) for sp, sh in zip(specs, shapes))
         ret = self.task.returned_outputs()
         ret_shapes = [self.task.output_shapes(dims)[self._ret_index(j)] for j in range(len(ret))]
         # + up to a page per set: the inputs' per-set page offset (_batch)
-        return n * (slots(self.task.inputs, self.task.input_shapes(dims)) + 4096), n * (4 * slots(ret, ret_shapes) + arena.ALIGN)
+        return n * (slots(self.task.inputs, self.task.input_shapes(dims)) + 4096), n * (room * slots(ret, ret_shapes) + arena.ALIGN)
 
     def _unpack_outputs(self, out_arena, descs):
         """The outputs of a CPU batch as views of the judge's output arena; the child's
