@@ -107,12 +107,15 @@ class Child:
         r = self.request(("setup", device, l2_bytes), setup_timeout)
         if r[0] != "ok":
             raise ChildFailure("protocol", "child setup failed: %s" % (r[1:],))
+        # cycles of torch.cuda._sleep per microsecond, measured before any submitted code ran
+        self.sleep_rate = float((r[1] or {}).get("sleep_cycles_per_us", 0.0)) if isinstance(r[1], dict) else 0.0
         self.pid = self.proc.pid
         self.in_arena = None
         self.out_arena = None
-        # The least stream-to-device tail of the judge-owned calibration calls (Judge._calibrate);
-        # None until calibrated, and then every figure is the device-wide window.
-        self.tail_floor_ns = None
+        # Per timed shape (Judge._dims_key): the least stream-to-device tails of the judge-owned
+        # calibration calls, by their length (Judge._calibrate, timing.TailFloors); a shape not
+        # calibrated in this child gets the device-wide window.
+        self.tail_floors = {}
 
     def arenas(self, in_bytes, out_bytes):
         """CPU: make sure this child's input and output arenas (arena.py) hold at least

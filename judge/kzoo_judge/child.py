@@ -78,7 +78,22 @@ class Harness:
             self._event = torch.cuda.Event
             if l2_bytes:
                 self.flush_buf = torch.zeros(int(l2_bytes) * 2 // 4, dtype=torch.int32, device="cuda")
+            return ("ok", {"pid": os.getpid(), "torch": str(torch.__version__), "sleep_cycles_per_us": self._sleep_rate()})
         return ("ok", {"pid": os.getpid(), "torch": str(torch.__version__)})
+
+    def _sleep_rate(self):
+        """Cycles of torch.cuda._sleep per microsecond: the judge's calibration spins the device
+        for set times (timing.TailFloors). Measured here, before any submitted code is loaded."""
+        import torch
+        rates = []
+        for cycles in (1_000_000, 4_000_000, 4_000_000):
+            a, b = self._event(enable_timing=True), self._event(enable_timing=True)
+            a.record()
+            torch.cuda._sleep(cycles)
+            b.record()
+            b.synchronize()
+            rates.append(cycles / max(a.elapsed_time(b) * 1e3, 1.0))
+        return max(rates[1:])
 
     def load(self, path, entry, src_dir):
         if src_dir not in sys.path:
@@ -168,7 +183,8 @@ class Harness:
 
     def go(self, mode, opts):
         import torch
-        fn = self.fn if mode != "trivial" else _trivial_factory(opts.get("out_specs", []), self.device)
+        fn = self.fn if mode != "trivial" else _trivial_factory(opts.get("out_specs", []), self.device,
+                                                                 int(opts.get("sleep_cycles", 0)))
         if fn is None:
             return ("error", "no submission loaded")
         cuda = self.device == "cuda"
@@ -289,13 +305,16 @@ def _normalise(r, args):
     return items, None
 
 
-def _trivial_factory(out_specs, device):
-    """The judge-owned stand-in used to measure the harness's own per-call cost."""
+def _trivial_factory(out_specs, device, sleep_cycles=0):
+    """The judge-owned stand-in used to measure the harness's own per-call cost; with
+    sleep_cycles (a GPU) it first keeps the device busy that long (timing.TailFloors)."""
     import torch
 
     specs = [(tuple(s), getattr(torch, d)) for s, d in out_specs]
 
     def trivial(*args):
+        if sleep_cycles > 0:
+            torch.cuda._sleep(sleep_cycles)
         return tuple(torch.empty(s, dtype=d, device=device) for s, d in specs)
     return trivial
 

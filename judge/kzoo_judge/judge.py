@@ -109,7 +109,7 @@ class Judge:
         for case in cases:
             dims = self.timing_dims(case)[0]
             key = self._dims_key(dims)
-            if key in overheads:
+            if key in overheads and key in child.tail_floors:
                 continue
             out_specs = [(list(s), str(dtypes.torch_dtype(sp.dtype)).replace("torch.", ""))
                          for s, sp in zip(self.task.output_shapes(dims), self.task.outputs)
@@ -133,14 +133,40 @@ class Judge:
             # The window's floor: the least gap between a call's stream end and the device's
             # end when nothing else runs (timing.window_ns). The least, so that hidden work
             # can only ever lengthen a figure.
-            if any(not isinstance(t, int) or t < 0 for t in tails):
-                raise ChildFailure("protocol", "harness calibration sent malformed tails")
-            child.tail_floor_ns = min(tails + ([child.tail_floor_ns] if child.tail_floor_ns is not None else []))
+            self._check_tails(tails)
+            floors = timing.TailFloors()
+            floors.add([0] * len(tails), tails)
+            if self.device == "cuda" and child.sleep_rate > 0:
+                self._calibrate_floors(child, dims, key, trivial, out_slot, floors)
+            child.tail_floors[key] = floors  # per child: a restarted child is calibrated again
             # The least of three repeats at each size: noise only ever adds time.
             best = {}
             for n, w in samples:
                 best[n] = min(best.get(n, w), w)
-            overheads[key] = timing.Overhead.fit(sorted(best.items()))
+            overheads.setdefault(key, timing.Overhead.fit(sorted(best.items())))
+
+    def _calibrate_floors(self, child, dims, key, trivial, out_slot, floors):
+        """The tail floors after judge-owned calls that keep the device busy as long as graded
+        calls do (timing.TailFloors), each made like a timed call: fresh inputs made by the
+        judge just before it, handed over, then the call."""
+        for level in timing.FLOOR_LEVELS_US:
+            opts = dict(trivial, sleep_cycles=int(level * child.sleep_rate))
+
+            def make_set(k, level=level):
+                with self.phases("inputs"):
+                    return inputs.make_inputs(self.task, dims, self.secret.derive("floor", key, level, k), self.device)
+            try:
+                _, stream, tails, _, _ = self._one_by_one(child, 3, make_set, out_slot, "trivial", opts)
+            except CaseFailure as e:
+                raise ChildFailure("protocol", "harness calibration failed: %s" % e)
+            self._check_tails(tails)
+            floors.add(stream, tails)
+        log("window tail floors by call length (least stream: least tail, us): %r" % floors)
+
+    @staticmethod
+    def _check_tails(tails):
+        if any(not isinstance(t, int) or t < 0 for t in tails):
+            raise ChildFailure("protocol", "harness calibration sent malformed tails")
 
     def _ensure_child(self, cases):
         if self.child is None or self.child.proc.poll() is not None:
@@ -205,7 +231,7 @@ class Judge:
             stream, tails, outs, wall = self._all_at_once(chosen, sets, mode, dims)
         if mode == "timed":
             self.phases.note("of which timed calls (child's figures)", sum(stream) / 1e9)
-            child_ns = timing.window_ns(stream, tails, chosen.tail_floor_ns)
+            child_ns = timing.window_ns(stream, tails, chosen.tail_floors.get(self._dims_key(dims)))
         else:
             child_ns = stream  # the profiler pass: (events, calls)
         if out_arena is not None:

@@ -41,23 +41,72 @@ PLAUSIBLE_FRACTION = 0.75
 SLACK_NS = 200_000
 
 
-def window_ns(stream_ns, tails_ns, floor_ns):
+# Judge-owned calls that keep the device busy this long (microseconds) calibrate the
+# window's tail floor (TailFloors): graded shapes run from 250 us up. A factor of two
+# between levels: on an H200 the least tail grew from ~35 us at 1 ms to 70-146 us at
+# 16 ms, and a call is charged the floor of the level below its own length.
+FLOOR_LEVELS_US = (250, 500, 1000, 2000, 4000, 8000, 16000, 32000)
+
+
+class TailFloors:
+    """The least drain tail of judge-owned calls, by how long each kept the device busy.
+
+    The tail (a call's stream end to the device-wide end the child records after a device
+    sync) is the harness's own cost for an honest call, and it is not one figure: on an
+    H200 it grew from ~20 us after a trivial call to 25-110 us after 6-23 ms of kernels
+    (docs/PERF.md, "The window's tail"). Against the trivial floor alone every honest call
+    was charged that growth: 69-111 us of an 8 ms softmax call, ~1%. So the calibration also runs
+    calls that spin the device for FLOOR_LEVELS_US, through the same protocol, before the
+    submission is imported, and a call's floor is the least tail measured at the longest
+    level its own stream time reaches. Hidden work still lengthens the tail past it."""
+
+    def __init__(self):
+        self.levels = []  # [(least stream ns of the level's calls, least tail ns)], sorted
+
+    def add(self, streams_ns, tails_ns):
+        """One level's calls: their stream times and tails."""
+        if not streams_ns or len(streams_ns) != len(tails_ns):
+            return
+        self.levels.append((min(streams_ns), min(tails_ns)))
+        self.levels.sort()
+
+    def at(self, stream_ns):
+        """The floor for a call of this stream time: the least tail at the longest level it
+        reaches, or at any longer level. The least of three calls is itself noisy (on an H200
+        one 4 ms level read 86 us between 46 us at 2 ms and 55 us at 16 ms); never charging
+        less than a longer level measured keeps one high reading from excusing hidden work."""
+        if not self.levels:
+            return 0.0
+        k = 0
+        for i, (s, _) in enumerate(self.levels):
+            if s <= stream_ns:
+                k = i
+        return min(t for _, t in self.levels[k:])
+
+    def __repr__(self):
+        return ", ".join("%.0f us: %.1f" % (s / 1e3, t / 1e3) for s, t in self.levels)
+
+
+def window_ns(stream_ns, tails_ns, floors):
     """Per-call figures on the GPU from the child's two ends of each call's window.
 
     `stream_ns` runs from the start event to an event recorded on the call's stream
     right after it returned; `tails_ns` from there to an event recorded after a
     device-wide sync. An honest call's tail is the harness's own cost (spin, sync,
-    launch: a few microseconds); `floor_ns` is the least tail of the judge-owned
-    calibration calls. Work the call left running on another stream lengthens the
-    tail, and the figure becomes the device-wide window less that floor: hidden
-    work is counted in full, while an honest call is no longer charged the ~25-110
-    us host round trip that ending every window after the sync cost (docs/JUDGE.md).
+    launch); `floors` (TailFloors, or one figure) is what judge-owned calls of the same
+    length measured. Work the call left running on another stream lengthens the tail,
+    and the figure becomes the device-wide window less that floor: hidden work is
+    counted in full, while an honest call is no longer charged the host round trip that
+    ending every window after the sync cost (docs/JUDGE.md).
     A malformed pair gives NaN, which cross_check flags."""
-    floor_ns = floor_ns or 0.0  # uncalibrated: the device-wide window itself
     out = []
     for s, t in zip(stream_ns, tails_ns):
         ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 and math.isfinite(v) for v in (s, t))
-        out.append(float(s) + max(0.0, float(t) - floor_ns) if ok else math.nan)
+        if not ok:
+            out.append(math.nan)
+            continue
+        floor = floors.at(s) if isinstance(floors, TailFloors) else (floors or 0.0)  # uncalibrated: the device-wide window
+        out.append(float(s) + max(0.0, float(t) - floor))
     return out
 
 

@@ -83,6 +83,35 @@ class GpuWindow(unittest.TestCase):
     def test_uncalibrated_means_the_device_wide_window(self):
         self.assertEqual(timing.window_ns([1_000_000], [30_000], None), [1_030_000.0])
 
+    def test_a_call_gets_the_floor_of_the_longest_level_its_stream_reaches(self):
+        floors = timing.TailFloors()
+        floors.add([0, 0, 0], [21_000, 20_000, 25_000])             # trivial calls: least tail 20 us
+        floors.add([4_100_000, 4_050_000], [48_000, 41_000])      # 4 ms of spinning: 41 us
+        floors.add([1_020_000, 1_010_000], [30_000, 33_000])      # 1 ms: 30 us (added out of order)
+        self.assertEqual(floors.at(500_000), 20_000)
+        self.assertEqual(floors.at(1_010_000), 30_000)
+        self.assertEqual(floors.at(3_000_000), 30_000)
+        self.assertEqual(floors.at(8_000_000), 41_000)
+        # an honest 8 ms call whose drain took 45 us is charged 4 us, not the 25 us above the trivial floor
+        self.assertEqual(timing.window_ns([8_000_000], [45_000], floors), [8_004_000.0])
+        # 2 ms hidden on a side stream still count in full, less the floor of the call's level
+        self.assertEqual(timing.window_ns([6_000_000], [2_041_000], floors), [8_000_000.0])
+
+    def test_a_high_reading_at_one_level_is_capped_by_the_longer_levels(self):
+        floors = timing.TailFloors()
+        for stream, tail in ((0, 19_000), (2_000_000, 46_000), (4_000_000, 86_000), (16_000_000, 55_000)):
+            floors.add([stream], [tail])
+        self.assertEqual(floors.at(5_000_000), 55_000)
+        self.assertEqual(floors.at(3_000_000), 46_000)
+        self.assertEqual(floors.at(20_000_000), 55_000)
+
+    def test_a_call_shorter_than_every_level_gets_the_least_level(self):
+        floors = timing.TailFloors()
+        floors.add([1_000_000], [30_000])
+        floors.add([250_000], [24_000])
+        self.assertEqual(floors.at(100_000), 24_000)
+        self.assertEqual(timing.TailFloors().at(100_000), 0.0)
+
     def test_malformed_pairs_become_nan_and_are_flagged(self):
         w = timing.window_ns([1_000, -1, 1_000, True], [5, 5, float("nan"), 5], 0)
         self.assertEqual(w[0], 1_005.0)

@@ -26,10 +26,11 @@ def l2_buffer():
     return torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32, device="cuda")
 
 
-def timed_call(fn, args, flush=None, end_after_sync=False):
+def timed_call(fn, args, flush=None, end_after_sync=False, tail=None):
     """(microseconds, result) of one call between CUDA events, after a device sync and `flush`.
     The window ends on the call's stream, or with end_after_sync after a device-wide sync
-    (the judge's window before 2026-11-30)."""
+    (the judge's window before 2026-11-30). With `tail` (a list), the judge's drain follows the
+    stream end (spin on it, device sync, one more event) and its length is appended."""
     import torch
     torch.cuda.synchronize()
     if flush is not None:
@@ -40,6 +41,14 @@ def timed_call(fn, args, flush=None, end_after_sync=False):
     if end_after_sync:
         torch.cuda.synchronize()
     b.record()
+    if tail is not None:
+        c = torch.cuda.Event(enable_timing=True)
+        while not b.query():
+            pass
+        torch.cuda.synchronize()
+        c.record()
+        c.synchronize()
+        tail.append(b.elapsed_time(c) * 1e3)
     b.synchronize()
     torch.cuda.synchronize()
     return a.elapsed_time(b) * 1e3, r

@@ -9,7 +9,7 @@ The parent makes the inputs with the judge's generator and sends them to a spawn
 over a torch.multiprocessing queue (CUDA IPC, as the judge does). The child times the
 package's entry point with CUDA events (L2 read-flushed before each call, window ending
 on the stream), alternating between the IPC tensors and clones of them in its own
-memory. Prints both medians and their ratio.
+memory. Prints both medians and their ratio, and the judge's drain tail after each.
 """
 import os
 import statistics
@@ -28,14 +28,19 @@ def child(q, done, task_path, src_dir, shape_index, calls):
     buf = l2_buffer()
     local = [[t.clone() for t in s] for s in sets]
     times = {"ipc": [], "local": []}
+    tails = {"ipc": [], "local": []}
     for i in range(calls * 2 + 4):
         kind = "ipc" if i % 2 == 0 else "local"
         args = (sets if kind == "ipc" else local)[(i // 2) % len(sets)]
-        us, _ = timed_call(fn, args, buf.sum)
+        tail = []
+        us, _ = timed_call(fn, args, buf.sum, tail=tail)
         if i >= 4:
             times[kind].append(us)
+            tails[kind] += tail
     ipc, loc = statistics.median(times["ipc"]), statistics.median(times["local"])
     print("ipc inputs %.1f us, local copies %.1f us, ipc/local %.4f (%d calls each)" % (ipc, loc, ipc / loc, calls))
+    print("drain tails (spin on the stream end, device sync, event): ipc inputs %.1f us, local copies %.1f us (medians)"
+          % (statistics.median(tails["ipc"]), statistics.median(tails["local"])))
     del sets, local
     done.put(True)
 

@@ -5,7 +5,7 @@
 #   left out) and Debian's bubblewrap .deb (`apt-get download bubblewrap`), unpacked here with dpkg -x.
 #   usage: bash scripts/gpu/judge_h200.sh STEP...
 #   steps: tests, grade:TASK[:TAG], ncu:TASK[:none], events:TASK, iso:TASK (isolated_eager.py),
-#          ipc:TASK (ipc_eager.py), variants:TASK:V1,V2 (judge_variants.py), judge:TASK (the judge without the sandbox), nsys:TASK (kernels AND memcpys in-stream, where nsys is installed)
+#          ipc:TASK (ipc_eager.py), variants:TASK:V1,V2 (judge_variants.py), tail:TASK (tail_eager.py), judge:TASK (the judge without the sandbox), nsys:TASK (kernels AND memcpys in-stream, where nsys is installed)
 # Each step has its own timeout; everything lands under $OUT; a summary table is printed last.
 # JUDGE_DIR (default judge) picks the judge the steps use: a second checkout's judge/ copied into the
 # working tree (untracked, e.g. judge_b/) lets one device call compare two judges, step by step.
@@ -75,6 +75,10 @@ PYEOF
       timeout "${VARIANTS_TIMEOUT:-240}" "$PY" scripts/gpu/judge_variants.py "$JD" "catalog/tasks/$task/task.json" "$(pkg_of "$task")/src" \
         ${tag//,/ } > "$OUT/variants_$task.txt" 2> "$OUT/variants_$task.err"
       echo "variants $task judge=$JD rc=$? wall_s=$(since "$t0")" >> "$S"; sed 's/^/    /' "$OUT/variants_$task.txt" >> "$S" ;;
+    tail)  # what the window's tail is made of: drains after trivial, sleeping and real calls (tail_eager.py)
+      timeout 200 "$PY" scripts/gpu/tail_eager.py "catalog/tasks/$task/task.json" "$(pkg_of "$task")/src" 0 30 $tag \
+        > "$OUT/tail_$task${tag:+_$tag}.txt" 2>&1
+      echo "tail $task rc=$? wall_s=$(since "$t0")" >> "$S"; sed 's/^/    /' "$OUT/tail_$task${tag:+_$tag}.txt" >> "$S" ;;
     ipc)  # inputs in another process's memory (as the judge's child gets them) against local copies
       timeout 200 "$PY" scripts/gpu/ipc_eager.py "catalog/tasks/$task/task.json" "$(pkg_of "$task")/src" 0 20 \
         > "$OUT/ipc_$task.txt" 2>&1
