@@ -24,6 +24,8 @@ import traceback
 # the judge's own clock catches that).
 from time import perf_counter_ns as _clock
 
+from .spin import SPIN_S, spin_until
+
 
 def _harden():
     """Best effort: no new privileges, no capabilities (so a child running as
@@ -65,6 +67,7 @@ class Harness:
         self._event = None
         self._flush_sink = None  # the flush's result, held so the read is not a dead value
         self.out_arena = None  # CPU: the judge's output arena (arena.py); outputs are copied there
+        self.spin_next = False  # spin-wait for the next message (prepare)
 
     # --- messages -----------------------------------------------------------
     def setup(self, device, l2_bytes):
@@ -145,9 +148,12 @@ class Harness:
             self.keep = sent
         return sent, None
 
-    def prepare(self, sets):
+    def prepare(self, sets, opts=None):
+        """The input sets of the next "go". With opts["spin"] (a paced CPU call whose judge has a
+        CPU of its own) the child spin-waits for that "go" instead of sleeping (main)."""
         self.sets = sets
         self.keep = None
+        self.spin_next = bool((opts or {}).get("spin"))
         return ("ready", len(sets))
 
     def _sync(self):
@@ -337,6 +343,9 @@ def main():
     if notes:
         print("kzoo child: hardening: %s" % "; ".join(notes), file=sys.stderr)
     while True:
+        if h.spin_next:
+            h.spin_next = False
+            spin_until(fd, _clock() + int(SPIN_S * 1e9))  # then sleep as usual
         try:
             msg = ForkingPickler.loads(conn.recv_bytes())
         except EOFError:

@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from . import ab, arena, compare, dtypes, gates, inputs, reference, timing
+from . import ab, arena, channel, compare, dtypes, gates, inputs, reference, spin, timing
 from .arena import overlap, span
 from .channel import Child, ChildFailure
 
@@ -88,6 +88,10 @@ class Judge:
         self.build_error = None
         self.retried = 0  # timed batches (or A/B pairs) re-run because the clocks disagreed
         self.phases = timing.Phases(torch.cuda.synchronize if device == "cuda" else None)
+        # CPU: judge and child spin-wait for each other around each timed call when the judge
+        # has a CPU of its own (channel.keep_off_timing_cpu); a GPU call's figure is the
+        # device's, and the judge sleeps while it runs.
+        self.spin_s = spin.SPIN_S if device == "cpu" and channel.keep_off_timing_cpu() else 0.0
         self.ab = ab.Incumbent(self, options.incumbent_src) if options.incumbent_src else None
 
     # --- the child -----------------------------------------------------------
@@ -249,8 +253,8 @@ class Judge:
         return child_ns, wall
 
     def _paced(self):
-        """Timed batches handed over one input set per call (_one_by_one), on both devices
-        (on the GPU: to be measured against Nsight Compute before this branch is merged)."""
+        """Timed batches are handed over one input set per call (_one_by_one), on both devices.
+        A method so that a diagnostic can hand them over whole (scripts/gpu/judge_variants.py)."""
         return True
 
     def _one_by_one(self, chosen, n, make_set, out_slot, go="submission", opts=None):
@@ -261,13 +265,14 @@ class Judge:
         current call ran. Returns (sets, stream ns, tail ns, outputs, the judge's clock), per call."""
         opts = opts or {"poison": 0, "flush": True}
         sets, stream, tails, outs, wall = [], [], [], [], 0
+        spin = self.spin_s
         for k in range(n):
             st = make_set(k)
-            chosen.request(("prepare", [st]), 120)
+            chosen.request(("prepare", [st], {"spin": spin > 0}), 120)
             if self.device == "cuda":
                 torch.cuda.synchronize()
             t0 = time.perf_counter_ns()
-            r = self._go(chosen, ("go", go, dict(opts, out_offset=k * out_slot)), 1)
+            r = self._go(chosen, ("go", go, dict(opts, out_offset=k * out_slot)), 1, spin)
             wall += chosen.arrived_ns - t0
             self.phases.add("child batches", (time.perf_counter_ns() - t0) / 1e9)
             r = self._checked_reply(r, 1, k)
@@ -297,10 +302,10 @@ class Judge:
         r = self._checked_reply(r, len(sets), 0)
         return r[1], r[3], r[2], wall
 
-    def _go(self, chosen, msg, n):
+    def _go(self, chosen, msg, n, spin_s=0.0):
         chosen.send(msg)
         try:
-            return chosen.recv(self.opt.call_timeout_s * n + self.opt.batch_slack_s)
+            return chosen.recv(self.opt.call_timeout_s * n + self.opt.batch_slack_s, spin_s)
         except ChildFailure as e:
             raise CaseFailure("timeout" if e.kind == "timeout" else "error", str(e))
 
