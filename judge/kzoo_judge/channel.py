@@ -21,6 +21,7 @@ import torch.multiprocessing as tmp
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
+from . import bell
 from .spin import SPIN_S, spin_until
 
 _REBUILDERS = {
@@ -132,6 +133,9 @@ class Child:
         self.pid = self.proc.pid
         self.in_arena = None
         self.out_arena = None
+        self.out_shadow = None
+        self.bell = None  # CPU: the doorbell of paced timed calls (bell.py), made with the arenas
+        self.bell_seq = 0
         # Per timed shape (Judge._dims_key): the least stream-to-device tails of the judge-owned
         # calibration calls, by their length (Judge._calibrate, timing.TailFloors); a shape not
         # calibrated in this child gets the device-wide window.
@@ -149,7 +153,13 @@ class Child:
         grow = lambda have, need: need if have is None else max(need, have.numel() * 3 // 2)  # noqa: E731
         self.in_arena = arena.new(grow(self.in_arena, in_bytes))
         self.out_arena = arena.new(grow(self.out_arena, out_bytes))
-        r = self.request(("arena", self.in_arena, self.out_arena), 60)
+        # The judge's private copy of each timed call's output slot, taken the moment the
+        # call is over (Judge._one_by_one): what the child writes into the shared arena
+        # later is never read.
+        self.out_shadow = torch.empty_like(self.out_arena)
+        if self.bell is None:
+            self.bell = bell.Bell(bell.new())
+        r = self.request(("arena", self.in_arena, self.out_arena, self.bell.words), 60)
         if r[0] != "ok":
             raise ChildFailure("protocol", "the child refused its arenas: %s" % (r[1:],))
         return self.in_arena, self.out_arena

@@ -68,6 +68,7 @@ class Harness:
         self._flush_sink = None  # the flush's result, held so the read is not a dead value
         self.out_arena = None  # CPU: the judge's output arena (arena.py); outputs are copied there
         self.spin_next = False  # spin-wait for the next message (prepare)
+        self.bell = None  # CPU: the doorbell that starts and ends a paced timed call (bell.py)
 
     # --- messages -----------------------------------------------------------
     def setup(self, device, l2_bytes):
@@ -114,9 +115,15 @@ class Harness:
         self.fn = fn
         return ("ok", None)
 
-    def arena(self, in_arena, out_arena):
+    def arena(self, in_arena, out_arena, bell_words=None):
         # The input arena needs no handle here: the sets arrive as views of it.
+        from .bell import Bell
         self.out_arena = out_arena
+        if bell_words is not None:
+            try:
+                self.bell = Bell(bell_words)
+            except ValueError as e:
+                return ("error", str(e))
         return ("ok", None)
 
     def _pack(self, i, r, offset):
@@ -206,6 +213,8 @@ class Harness:
         per_call = self.out_arena is not None
         offset, bad = int(opts.get("out_offset", 0)), None  # the judge's slot for this "go" (paced batches)
         flush = self.flush_buf is not None and opts.get("flush", True)
+        # A paced CPU call started and ended through the doorbell (bell.py): one call per "go".
+        ring = int(opts.get("bell", 0)) if self.bell is not None and not cuda and len(self.sets) == 1 else 0
         if cuda:
             # Per call: start, the stream's end (right after the call, in stream order) and the
             # device's end (after a device-wide sync). The judge takes the stream's figure unless
@@ -231,11 +240,16 @@ class Harness:
                         # on another stream (the allocator orders reuse per stream only).
                         self._device_sync()
                 else:
+                    if ring:
+                        if not self.bell.arm_and_wait(ring, _clock() + int(opts.get("ring_timeout_s", 60) * 1e9)):
+                            return ("error", "the judge did not ring the doorbell")
                     t0 = _clock()
                     r = fn(*args)
                     if per_call:
                         r, offset, bad = self._pack(i, r, offset)
                     times.append(_clock() - t0)
+                    if ring:
+                        self.bell.done(ring)
             except BaseException as e:  # noqa: BLE001 - any failure of the submission is a value
                 if isinstance(e, KeyboardInterrupt):
                     raise

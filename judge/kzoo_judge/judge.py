@@ -239,7 +239,8 @@ class Judge:
         else:
             child_ns = stream  # the profiler pass: (events, calls)
         if out_arena is not None:
-            outs = self._unpack_outputs(out_arena, outs)
+            # timed (paced) calls: the copies the judge took as each call ended (_one_by_one)
+            outs = self._unpack_outputs(chosen.out_shadow if mode == "timed" and self._paced() else out_arena, outs)
         chosen.stop()
         try:
             with self.phases("checks"):
@@ -266,21 +267,60 @@ class Judge:
         opts = opts or {"poison": 0, "flush": True}
         sets, stream, tails, outs, wall = [], [], [], [], 0
         spin = self.spin_s
+        cpu = self.device == "cpu"
         for k in range(n):
             st = make_set(k)
             chosen.request(("prepare", [st], {"spin": spin > 0}), 120)
-            if self.device == "cuda":
+            if not cpu:
                 torch.cuda.synchronize()
-            t0 = time.perf_counter_ns()
-            r = self._go(chosen, ("go", go, dict(opts, out_offset=k * out_slot)), 1, spin)
-            wall += chosen.arrived_ns - t0
-            self.phases.add("child batches", (time.perf_counter_ns() - t0) / 1e9)
+            msg = ("go", go, dict(opts, out_offset=k * out_slot))
+            if cpu and spin > 0 and chosen.bell is not None:
+                r, clock = self._rung_call(chosen, msg)
+            else:
+                t0 = time.perf_counter_ns()
+                r = self._go(chosen, msg, 1, spin)
+                clock = chosen.arrived_ns - t0
+                self.phases.add("child batches", (time.perf_counter_ns() - t0) / 1e9)
+            if cpu and chosen.out_shadow is not None:
+                # The call's output slot, copied out of the shared arena now (bell.py)
+                slot = slice(k * out_slot, (k + 1) * out_slot)
+                chosen.out_shadow[slot].copy_(chosen.out_arena[slot])
+            wall += clock
             r = self._checked_reply(r, 1, k)
             sets.append(st)
             stream += r[1]
             outs += r[2]
             tails += r[3]
         return sets, stream, tails, outs, wall
+
+    def _rung_call(self, chosen, msg):
+        """One paced CPU call started and ended through the doorbell (bell.py), the output slot
+        copied at its end by the caller. Returns (the child's reply, the judge's clock)."""
+        chosen.bell_seq += 1
+        seq = chosen.bell_seq
+        msg[2]["bell"] = seq
+        start = time.perf_counter_ns()
+        deadline = start + int((self.opt.call_timeout_s + self.opt.batch_slack_s) * 1e9)
+        chosen.send(msg)
+        fd = chosen.conn.fileno()
+        armed = chosen.bell.wait_armed(seq, deadline, fd)
+        t0 = time.perf_counter_ns()
+        finished = False
+        if armed:
+            chosen.bell.ring(seq)
+            finished = chosen.bell.wait_done(seq, deadline, fd)
+        t1 = time.perf_counter_ns()
+        left = max(1.0, (deadline - t1) / 1e9)
+        try:
+            r = chosen.recv(left, self.spin_s)
+        except ChildFailure as e:
+            raise CaseFailure("timeout" if e.kind == "timeout" else "error", str(e))
+        self.phases.add("child batches", (time.perf_counter_ns() - start) / 1e9)
+        if r[0] == "done" and not (armed and finished):
+            # An honest harness always rings: a "done" without it would time nothing.
+            raise CaseFailure("error", "the child broke the protocol: it answered a doorbell call without %s"
+                              % ("arming" if not armed else "marking it done"))
+        return r, t1 - t0
 
     def _all_at_once(self, chosen, sets, mode, dims, opts=None):
         """Every set in one "go" (correctness trials, the profiler pass, the GPU's timed batches).
