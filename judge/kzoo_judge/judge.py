@@ -528,7 +528,9 @@ class Judge:
     def figure(self, child_ns, wall, overhead):
         """One timed batch's samples: checked against the judge's clock, and on the GPU evened
         out when its calls are too unequal to be honest (timing.even_out)."""
-        f = timing.cross_check(child_ns, wall, overhead)
+        bell = self.device == "cpu" and self.spin_s > 0  # timed through the doorbell (_rung_call)
+        f = timing.cross_check(child_ns, wall, overhead,
+                               timing.PLAUSIBLE_FRACTION_BELL if bell else timing.PLAUSIBLE_FRACTION)
         return timing.even_out(f) if self.device == "cuda" else f
 
     def _rerun_while_flagged(self, attempt):

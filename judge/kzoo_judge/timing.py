@@ -37,6 +37,12 @@ def timed_labels(case_id, start, n, attempt=0):
 # (docs/PERF.md).
 # Tighten it once more runs show where the honest least lies.
 PLAUSIBLE_FRACTION = 0.75
+# The bound on the CPU when the judge's clock is the doorbell's (bell.py): that clock is
+# the child's window plus a cache line's trip, honest 150 us calls read 0.97-0.997, and a
+# flagged batch's judge-derived figure is then as good as the child's own. Why tighter: a
+# child whose clock ran at 0.8x its real speed passed the general bound (test_exploits
+# Patching.test_a_clock_running_slow_by_a_fifth).
+PLAUSIBLE_FRACTION_BELL = 0.9
 # Absolute slack (ns) for scheduler noise on a loaded machine.
 SLACK_NS = 200_000
 
@@ -170,8 +176,9 @@ def even_out(fig, limit=SKEW_LIMIT):
     return fig
 
 
-def cross_check(child_ns, wall_ns, overhead):
-    """Samples of one batch after checking the child's times against the judge's clock."""
+def cross_check(child_ns, wall_ns, overhead, fraction=PLAUSIBLE_FRACTION):
+    """Samples of one batch after checking the child's times against the judge's clock: a
+    child total below `fraction` of the judge's estimate (less SLACK_NS) is implausible."""
     n = len(child_ns)
     child_total = float(sum(child_ns))
     est_total = wall_ns - overhead.batch_ns(n)
@@ -179,7 +186,7 @@ def cross_check(child_ns, wall_ns, overhead):
         est_total = min(wall_ns, max(child_total, 0.0)) if child_total > 0 else wall_ns
     judge_per_call = est_total / max(n, 1)
     bad_values = any((not isinstance(t, (int, float))) or t < 0 or math.isnan(t) for t in child_ns)
-    implausible = child_total < PLAUSIBLE_FRACTION * est_total - SLACK_NS
+    implausible = child_total < fraction * est_total - SLACK_NS
     # A child claiming MORE than the judge's whole clock is also lying (or broken).
     too_slow = child_total > wall_ns * 1.05 + SLACK_NS
     if bad_values or implausible or too_slow:

@@ -153,6 +153,7 @@ class EvenOut(unittest.TestCase):
     def test_only_the_gpu_is_guarded(self):
         from kzoo_judge.judge import Judge
         j = Judge.__new__(Judge)
+        j.spin_s = 0.0
         o = timing.Overhead()
         for device, evened in (("cuda", True), ("cpu", False)):
             j.device = device
