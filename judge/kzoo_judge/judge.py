@@ -274,17 +274,15 @@ class Judge:
             if not cpu:
                 torch.cuda.synchronize()
             msg = ("go", go, dict(opts, out_offset=k * out_slot))
+            slot = slice(k * out_slot, (k + 1) * out_slot)
             if cpu and spin > 0 and chosen.bell is not None:
-                r, clock = self._rung_call(chosen, msg)
+                r, clock = self._rung_call(chosen, msg, slot)
             else:
                 t0 = time.perf_counter_ns()
                 r = self._go(chosen, msg, 1, spin)
                 clock = chosen.arrived_ns - t0
                 self.phases.add("child batches", (time.perf_counter_ns() - t0) / 1e9)
-            if cpu and chosen.out_shadow is not None:
-                # The call's output slot, copied out of the shared arena now (bell.py)
-                slot = slice(k * out_slot, (k + 1) * out_slot)
-                chosen.out_shadow[slot].copy_(chosen.out_arena[slot])
+                self._copy_slot(chosen, slot)
             wall += clock
             r = self._checked_reply(r, 1, k)
             sets.append(st)
@@ -293,9 +291,17 @@ class Judge:
             tails += r[3]
         return sets, stream, tails, outs, wall
 
-    def _rung_call(self, chosen, msg):
-        """One paced CPU call started and ended through the doorbell (bell.py), the output slot
-        copied at its end by the caller. Returns (the child's reply, the judge's clock)."""
+    @staticmethod
+    def _copy_slot(chosen, slot):
+        """CPU: one call's output slot, copied out of the shared arena into the judge's shadow
+        the moment the call is over; what the child writes into the arena later is never read."""
+        if chosen.out_shadow is not None:
+            chosen.out_shadow[slot].copy_(chosen.out_arena[slot])
+
+    def _rung_call(self, chosen, msg, slot):
+        """One paced CPU call started and ended through the doorbell (bell.py); its output slot
+        copied the moment the child says "done", before the reply is read. Returns (the child's
+        reply, the judge's clock)."""
         chosen.bell_seq += 1
         seq = chosen.bell_seq
         msg[2]["bell"] = seq
@@ -310,6 +316,7 @@ class Judge:
             chosen.bell.ring(seq)
             finished = chosen.bell.wait_done(seq, deadline, fd)
         t1 = time.perf_counter_ns()
+        self._copy_slot(chosen, slot)
         left = max(1.0, (deadline - t1) / 1e9)
         try:
             r = chosen.recv(left, self.spin_s)
