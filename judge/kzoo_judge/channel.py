@@ -22,7 +22,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
 from . import bell
-from .spin import SPIN_S, spin_until
+from .spin import spin_until
 
 _REBUILDERS = {
     "rebuild_tensor", "rebuild_storage_filename", "rebuild_typed_storage", "rebuild_cuda_tensor",
@@ -79,8 +79,9 @@ def keep_off_timing_cpu():
 
     Why: paced timed batches (Judge._one_by_one) cross the pipe twice per call. On a 2-vCPU
     VM each wake-up of a sleeping process cost 20-70 us, more after a real call than after
-    the calibration's trivial one, and honest batches of a 150 us call ran at 0.6-0.7 of the
-    judge's clock: every batch was flagged. A spinning peer needs no wake-up."""
+    the calibration's trivial one, and honest batches of a 150 us call ran at 0.39-0.73 of
+    the judge's clock: nearly every batch was flagged. A spinning peer needs no wake-up
+    (and the doorbell, bell.py, none of the pipe's crossings either)."""
     cpus = set(os.sched_getaffinity(0))
     mine = cpus - {timing_cpu()}
     if not mine:

@@ -195,7 +195,6 @@ class Harness:
         del p
 
     def go(self, mode, opts):
-        import torch
         fn = self.fn if mode != "trivial" else _trivial_factory(opts.get("out_specs", []), self.device,
                                                                  int(opts.get("sleep_cycles", 0)))
         if fn is None:

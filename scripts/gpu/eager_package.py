@@ -20,6 +20,16 @@ def load(task_path, src_dir, shape_index):
     return task, name, dims, getattr(mod, task.entry_point)
 
 
+def from_argv(default_calls, seed, n_sets):
+    """The scripts' common command line, TASK.json SRC_DIR SHAPE_INDEX [CALLS]: (task, dims, the
+    entry point, n_sets input sets made on the GPU by the judge's generator from `seed` on, calls)."""
+    from kzoo_judge import inputs
+    task_path, src_dir, shape_index = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    calls = int(sys.argv[4]) if len(sys.argv) > 4 else default_calls
+    task, _, dims, fn = load(task_path, src_dir, shape_index)
+    return task, dims, fn, [inputs.make_inputs(task, dims, seed + i, "cuda") for i in range(n_sets)], calls
+
+
 def l2_buffer():
     """Twice the device's L2, for flushing it between calls (read: buf.sum(); zero: buf.zero_())."""
     import torch

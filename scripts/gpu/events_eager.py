@@ -26,15 +26,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from eager_package import l2_buffer, load, timed_call  # noqa: E402
+from eager_package import from_argv, l2_buffer, timed_call  # noqa: E402
 from kzoo_judge import inputs  # noqa: E402
 
 
 def main():
-    task_path, src_dir, shape_index = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    calls = int(sys.argv[4]) if len(sys.argv) > 4 else 30
-    task, _, dims, fn = load(task_path, src_dir, shape_index)
-    sets = [inputs.make_inputs(task, dims, 2000 + i, "cuda") for i in range(6)]
+    task, dims, fn, sets, calls = from_argv(30, 2000, 6)
     flush = l2_buffer()
     for s in sets[:2]:
         fn(*s)

@@ -27,8 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
-from eager_package import l2_buffer, load, timed_call  # noqa: E402
-from kzoo_judge import inputs  # noqa: E402
+from eager_package import from_argv, l2_buffer, timed_call  # noqa: E402
 
 
 class Isolated(TorchDispatchMode):
@@ -52,10 +51,7 @@ class Isolated(TorchDispatchMode):
 
 
 def main():
-    task_path, src_dir, shape_index = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    calls = int(sys.argv[4]) if len(sys.argv) > 4 else 10
-    task, _, dims, fn = load(task_path, src_dir, shape_index)
-    sets = [inputs.make_inputs(task, dims, 4000 + i, "cuda") for i in range(4)]
+    task, dims, fn, sets, calls = from_argv(10, 4000, 4)
     buf = l2_buffer()
     flushes = {"no flush": lambda: None, "read": lambda: buf.sum(), "zero": lambda: buf.zero_()}
     for s in sets[:2]:

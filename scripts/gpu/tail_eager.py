@@ -26,21 +26,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from eager_package import l2_buffer, load  # noqa: E402
-from kzoo_judge import inputs  # noqa: E402
+from eager_package import from_argv, l2_buffer  # noqa: E402
 
 
 def main():
-    task_path, src_dir, shape_index = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    calls = int(sys.argv[4]) if len(sys.argv) > 4 else 30
     peer = None
     if "peer" in sys.argv[5:]:
         import subprocess
         peer = subprocess.Popen([sys.executable, "-c", "import sys, time, torch; x = torch.empty(1 << 28, device='cuda'); "
                                  "torch.cuda.synchronize(); print('ready', flush=True); time.sleep(600)"], stdout=subprocess.PIPE)
         peer.stdout.readline()
-    task, _, dims, fn = load(task_path, src_dir, shape_index)
-    sets = [inputs.make_inputs(task, dims, 4000 + i, "cuda") for i in range(4)]
+    _, dims, fn, sets, calls = from_argv(30, 4000, 4)
     flush = l2_buffer()
     out_specs = [(o.shape, o.dtype) for o in (lambda r: r if isinstance(r, (list, tuple)) else [r])(fn(*sets[0]))]
     torch.cuda.synchronize()
