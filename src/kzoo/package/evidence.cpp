@@ -41,6 +41,15 @@ const char* const kFixLog =
     "kept in the package";
 const char* const kFixTable =
     "remove it; kzoo measures the kernel itself and the server records results in bench_result.yaml";
+const char* const kFixSummary =
+    "remove the figures: kzoo measures the kernel itself and records its results in bench_result.yaml; describe "
+    "the technique in words (what it does and why), not how fast it ran where";
+const char* const kFixTuning =
+    "keep the candidates (a triton.autotune config list) or a rule computed from the shape, and let the kernel "
+    "tune at run time; per-shape results of a tuning run are not source";
+const char* const kFixCensus =
+    "remove it; the runner records the machine, driver and libraries of every result (state requirements as "
+    "such: \"needs CUDA 12.4 or newer\")";
 const char* const kFixMeta =
     "the only metadata files are .kernel_package/desc.yaml and .kernel_package/bench_result.yaml; express "
     "configuration in source (e.g. a Python dict in src/) or remove it";
@@ -429,6 +438,9 @@ Violations scan_file_for_evidence(const PackageFile& file, const std::string& di
   if (ext != "csv" && ext != "tsv") {
     if (auto f = evidence_detail::find_table(lines, kind)) add(f->rule, f->pointer, f->detail, kFixTable);
   }
+  if (auto f = evidence_detail::find_summary(lines, kind)) add(f->rule, f->pointer, f->detail, kFixSummary);
+  if (auto f = evidence_detail::find_tuning_results(lines)) add(f->rule, f->pointer, f->detail, kFixTuning);
+  if (auto f = evidence_detail::find_census(lines)) add(f->rule, f->pointer, f->detail, kFixCensus);
   return out;
 }
 

@@ -32,6 +32,10 @@ struct EvidenceLimits {
 // evidence.compiled (compiler output that is text: PTX, SASS, LLVM/Triton IR,
 // generated assembly), evidence.metadata (YAML/JSON/CSV/TOML/XML by name, or
 // JSON/XML/YAML-like/trace content, other than the authored metadata),
+// evidence.summary (summarised measurements in any wording: measured figures
+// in prose or comments, shapes paired with results, timing literals in
+// code), evidence.tuning (per-shape results of a tuning run), evidence.census
+// (driver, library builds, GPU model, clocks, CPU, OS of a machine),
 // evidence.too-large, evidence.long-line. ONNX/protobuf has no magic number:
 // it is caught by name and, since its wire format is full of control bytes,
 // by evidence.binary. A file may break several rules; each is reported.

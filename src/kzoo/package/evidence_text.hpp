@@ -52,4 +52,18 @@ std::optional<Finding> find_compiler_output(const TextLines& text);
 // not one of the two authored metadata files.
 std::optional<Finding> find_metadata_document(const TextLines& text, TextKind kind);
 
+// Summarised measurements in any wording (evidence_summary.cpp): measured
+// figures in prose or comments ("median 412.3 us", "78% of roofline",
+// "1.53x faster"), lines pairing shapes with results, and code literals
+// holding timings ("median_us": 412.3).
+std::optional<Finding> find_summary(const TextLines& text, TextKind kind);
+
+// Per-shape results of a tuning run: a mapping from exact shapes to block
+// sizes, warps and stages (an autotune config list is not one).
+std::optional<Finding> find_tuning_results(const TextLines& text);
+
+// Hardware/software census records: driver version, exact library builds,
+// GPU model and memory, clocks, CPU model, OS release.
+std::optional<Finding> find_census(const TextLines& text);
+
 }  // namespace kzoo::package::evidence_detail

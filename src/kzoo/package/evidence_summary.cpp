@@ -1,0 +1,666 @@
+// Summarised evidence: what is left of a run after someone has "cleaned it
+// up" into prose, a dict or a comment. The seed forbids it in any encoding
+// ("renaming, truncating, converting, or manually summarizing it does not
+// make it package content"), so these detectors read meaning, not format:
+//
+// - evidence.summary: measured figures (a number with a time or rate unit
+//   said to be a median, achieved, on an H200, for a shape, against a
+//   baseline; "78% of roofline"; "1.53x faster"), lines pairing shapes with
+//   results, and code literals that hold timings ("median_us": 412.3).
+// - evidence.tuning: per-shape results of a tuning run (a mapping from exact
+//   shapes to block sizes, warps and stages).
+// - evidence.census: hardware/software census (driver, exact library
+//   builds, GPU model and memory, clocks, CPU and OS releases).
+//
+// Authored text states figures too: a bound from a datasheet ("HBM3 peaks at
+// 4.8 TB/s"), a latency from folklore ("~500 cycles"), one example in a
+// docstring, a requirement ("CUDA 12.4 or newer"), a candidate list of
+// autotune configs. So each detector counts, and refuses only what no
+// author writes by hand: several measured figures, results across shapes,
+// or a census of the machine.
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kzoo/package/evidence_lines.hpp"
+#include "kzoo/package/evidence_numbers.hpp"
+#include "kzoo/package/evidence_text.hpp"
+
+namespace kzoo::package::evidence_detail {
+namespace {
+
+// ---------------------------------------------------------------- words
+
+// Words are split at spaces and , ; ( ) [ ] { } = : " ' < > | ` * ! ? and
+// kept whole across / % . - + (units "GB/s", versions "2.3.0+cu121",
+// shapes "4096x4096").
+constexpr std::array<bool, 256> kWordBreaks = [] {
+  std::array<bool, 256> t{};
+  for (unsigned char c : sv(" \t\f\v,;()[]{}=:\"'<>|`*!?\\")) t[c] = true;
+  return t;
+}();
+
+struct Word {
+  sv text;
+  std::size_t at;  // offset in the line
+};
+
+// The words of one line, with sentence punctuation and approximation marks
+// ("~0.18", "≈2 ms") taken off their ends.
+void split_words(sv line, std::vector<Word>& out) {
+  out.clear();
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && kWordBreaks[static_cast<unsigned char>(line[i])]) ++i;
+    std::size_t j = i;
+    while (j < line.size() && !kWordBreaks[static_cast<unsigned char>(line[j])]) ++j;
+    sv w = line.substr(i, j - i);
+    std::size_t at = i;
+    i = j;
+    while (!w.empty() && (w.front() == '~' || w.front() == '@' || w.front() == '#')) w.remove_prefix(1), ++at;
+    if (w.size() >= 3 && w.substr(0, 3) == "\xe2\x89\x88") w.remove_prefix(3), at += 3;  // ≈
+    while (!w.empty() && (w.back() == '.' || w.back() == '~')) w.remove_suffix(1);
+    if (!w.empty()) out.push_back({w, at});
+  }
+}
+
+bool starts_like_number(sv w) {
+  return !w.empty() && (is_digit(w[0]) || (w[0] == '.' && w.size() > 1 && is_digit(w[1])));
+}
+
+const WordSet& time_units() {
+  static const WordSet s{"ns",     "nsec",   "nanoseconds", "us",      "usec",   "\xc2\xb5s", "\xce\xbcs",
+                         "microseconds", "ms", "msec",      "millisecond", "milliseconds", "s", "sec", "secs",
+                         "second", "seconds"};
+  return s;
+}
+
+const WordSet& rate_units() {
+  static const WordSet s{"gb/s",    "tb/s",    "gib/s",   "tib/s",  "mb/s",     "mib/s",   "gbps",    "tbps",
+                         "gbit/s",  "gb/sec",  "tb/sec",  "tflops", "tflop/s",  "gflops",  "gflop/s", "pflops",
+                         "tops",    "tok/s",   "tokens/s", "token/s", "it/s",   "samples/s", "img/s", "images/s",
+                         "requests/s", "qps",  "gbytes/s", "tbytes/s"};
+  return s;
+}
+
+// Said of a figure that was measured: statistics, measuring verbs,
+// comparisons with a baseline.
+const WordSet& measured_cues() {
+  static const WordSet s{
+      "median",   "mean",      "average",  "avg",       "p50",      "p90",      "p95",     "p99",      "p999",
+      "stddev",   "std",       "stdev",    "variance",  "percentile", "measured", "measure", "measuring",
+      "achieved", "achieves",  "achieve",  "achieving", "reached",  "reaches",  "reaching", "hits",    "sustained",
+      "sustains", "observed",  "observe",  "clocked",   "profiled", "benchmarked", "ran",   "took",     "got",
+      "timed",    "recorded",  "speedup",  "speed-up",  "speedups", "faster",   "slower",  "vs",       "versus",
+      "baseline", "eager",     "cublas",   "cudnn",     "compared", "fastest",  "slowest", "best",     "worst",
+      "iterations", "iters",   "reps",     "trials",    "runs",     "run",      "\xc2\xb1", "+/-",    "+-",
+      "wall-clock", "walltime", "elapsed"};
+  return s;
+}
+
+// GPUs by name: "on an H200" says where a figure was taken.
+const WordSet& gpu_names() {
+  static const WordSet s{"h100", "h200", "h800", "a100", "a800", "a10", "a10g", "a30", "a40", "l4", "l40", "l40s",
+                         "v100", "t4", "b100", "b200", "gb200", "gh200", "mi250", "mi250x", "mi300", "mi300x",
+                         "mi325x", "rtx", "4090", "3090", "5090", "a6000", "h20"};
+  return s;
+}
+
+// Said of a figure that is a bound or a setting, not a reading.
+const WordSet& spec_cues() {
+  static const WordSet s{"peak",   "theoretical", "theoretically", "datasheet", "spec",    "specs",    "specification",
+                         "nominal", "rated",      "ideal",         "bound",     "bounds",  "upper",    "lower",
+                         "limit",  "limits",      "cannot",        "can't",     "max",     "maximum",  "timeout",
+                         "budget", "deadline",    "sleep",         "interval",  "default", "roofline", "ceiling",
+                         "at-most", "floor",      "minimum",       "requires",  "target",  "expect",   "expected"};
+  return s;
+}
+
+const WordSet& percent_targets() {
+  static const WordSet s{"roofline", "peak", "sol", "speed-of-light", "theoretical", "bandwidth", "hbm",
+                         "dram",     "max",  "maximum", "memory",     "compute",     "l2",        "tensor"};
+  return s;
+}
+
+const WordSet& percent_subjects() {
+  static const WordSet s{"utilization", "utilisation", "occupancy", "efficiency", "sol", "achieved", "dram",
+                         "throughput", "hit", "hit-rate", "bandwidth"};
+  return s;
+}
+
+const WordSet& speedup_words() {
+  static const WordSet s{"speedup", "speed-up", "faster", "slower", "quicker", "vs", "versus"};
+  return s;
+}
+
+// A shape written as one word: 4096x4096, 8x4096x128, 4096×4096.
+bool is_shape_word(sv w) {
+  const NumberLiteral first = read_number(w);
+  if (first.length == 0 || first.is_float || first.hex) return false;
+  std::size_t i = first.length, parts = 1;
+  while (i < w.size()) {
+    if (w[i] == 'x' || w[i] == 'X' || w[i] == '*')
+      ++i;
+    else if (w.substr(i, 2) == "\xc3\x97")  // ×
+      i += 2;
+    else
+      return false;
+    const NumberLiteral next = read_number(w.substr(i));
+    if (next.length == 0 || next.is_float || next.hex) return false;
+    i += next.length;
+    ++parts;
+  }
+  return parts >= 2;
+}
+
+// ---------------------------------------------------------------- figures
+
+enum class FigureKind { None, Time, Rate, Percent, Ratio };
+
+FigureKind unit_kind(sv unit) {
+  if (unit.empty()) return FigureKind::None;
+  if (time_units().contains_ci(unit)) return FigureKind::Time;
+  if (rate_units().contains_ci(unit)) return FigureKind::Rate;
+  if (unit == "%") return FigureKind::Percent;
+  if (unit == "x" || unit == "\xc3\x97") return FigureKind::Ratio;  // not "802.1X"
+  return FigureKind::None;
+}
+
+struct LineFigures {
+  std::size_t measured = 0;  // figures the line says were measured
+  std::size_t plain = 0;     // figures without a cue either way
+  bool shape_result = false; // a shape and a result on one line
+};
+
+// What one line says in figures. `code`: the line is from a source file
+// (a shape there needs a shape word, or two sizes and a 3-digit reading).
+LineFigures read_figures(sv line, bool code, std::vector<Word>& words) {
+  LineFigures out;
+  split_words(line, words);
+  std::size_t times_rates = 0, percents = 0, ratios = 0, ratio_decimal = 0;
+  std::size_t sizes = 0, readings = 0, readings3 = 0;  // sizes: pairs of adjacent sizes
+  std::uint64_t last_size = 0;
+  std::size_t last_size_word = 0;
+  bool shape = false;
+  for (std::size_t k = 0; k < words.size(); ++k) {
+    const sv w = words[k].text;
+    if (!starts_like_number(w)) continue;
+    if (is_shape_word(w)) {
+      shape = true;
+      continue;
+    }
+    const NumberLiteral n = read_number(w);
+    if (n.length == 0 || n.hex) continue;
+    sv unit = w.substr(n.length);
+    bool next_is_unit = false;
+    if (unit.empty() && k + 1 < words.size()) {
+      const FigureKind next = unit_kind(words[k + 1].text);
+      // "4 x 4096" is a shape, not a ratio; "%" stands alone only in tables.
+      // A key ("129.6, 'gbps': 2618.6") is not the unit of the number before it.
+      std::size_t after = words[k + 1].at + words[k + 1].text.size();
+      while (after < line.size() && (line[after] == '"' || line[after] == '\'' || line[after] == ' ')) ++after;
+      const bool is_key = after < line.size() && (line[after] == ':' || line[after] == '=');
+      // A lone "s" after a number is a variable in code ("range(1, s)"),
+      // so seconds count only when written out or glued on ("2.31s").
+      const bool lone_s = words[k + 1].text.size() == 1;
+      if ((next == FigureKind::Time || next == FigureKind::Rate) && !is_key && !lone_s)
+        unit = words[k + 1].text, next_is_unit = true;
+    }
+    const FigureKind kind = unit_kind(unit);
+    if (kind == FigureKind::Time || kind == FigureKind::Rate) {
+      ++times_rates;
+    } else if (kind == FigureKind::Percent) {
+      // "78% of (the) roofline", "SM occupancy 62%"
+      bool of_peak = false;
+      if (k + 2 < words.size() && iequals(words[k + 1].text, "of")) {
+        const sv t = words[k + 2].text;
+        of_peak = percent_targets().contains_ci(t) ||
+                  (iequals(t, "the") && k + 3 < words.size() && percent_targets().contains_ci(words[k + 3].text));
+      }
+      for (std::size_t b = k >= 3 ? k - 3 : 0; b < k && !of_peak; ++b)
+        of_peak = percent_subjects().contains_ci(words[b].text);
+      if (of_peak) ++percents;
+    } else if (kind == FigureKind::Ratio) {
+      if (w[n.length - 1] == '.') continue;  // "11.x" is a version series
+      ++ratios;
+      if (n.is_float && n.sig >= 2) ++ratio_decimal;
+    } else if (unit.empty()) {
+      // Two sizes side by side ("(8, 4096)", "4096 4096"), one of them 64+.
+      const bool size = !n.is_float && n.integer >= 2 && w[0] != '0';
+      if (size && last_size != 0 && (n.integer >= 64 || last_size >= 64) && last_size_word + 1 == k) ++sizes;
+      if (size) last_size = n.integer, last_size_word = k;
+      if (looks_measured(n) && n.is_float) ++readings;
+      if (is_irregular_float(n)) ++readings3;
+    }
+    if (next_is_unit) ++k;
+  }
+  const std::size_t figures = times_rates + percents + ratios;
+  shape = shape || sizes >= 1;
+  out.shape_result = code ? (shape && readings3 >= 1) : (shape && (readings >= 1 || times_rates >= 1));
+  if (figures == 0) return out;
+  bool strong = false, gpu = false, spec = false, speedup = false;
+  for (const Word& w : words) {
+    if (starts_like_number(w.text)) continue;
+    strong |= measured_cues().contains_ci(w.text);
+    gpu |= gpu_names().contains_ci(w.text);
+    spec |= spec_cues().contains_ci(w.text);
+    speedup |= speedup_words().contains_ci(w.text);
+  }
+  // A percentage of peak, or a decimal speed-up, is a reading by itself.
+  const std::size_t real_ratios = speedup ? ratios : ratio_decimal;
+  out.measured = percents + real_ratios;
+  if (strong || ((gpu || shape) && !spec))
+    out.measured += times_rates;
+  else if (!spec)
+    out.plain += times_rates;
+  return out;
+}
+
+// ---------------------------------------------------------------- timing literals
+
+// Parts of a key that name a measurement ("median_us", "gbps", "timeMs").
+const WordSet& timing_key_parts() {
+  static const WordSet s{"ms",      "us",      "ns",      "sec",     "secs",    "seconds", "msec",   "usec",
+                         "time",    "latency", "gbps",    "tbps",    "gbs",     "tbs",     "tflops", "gflops",
+                         "flops",   "bandwidth", "bw",    "throughput", "speedup", "median", "mean",  "avg",
+                         "p50",     "p90",     "p95",     "p99",     "std",     "stddev",  "runtime", "elapsed",
+                         "duration", "cycles", "walltime", "us_per_iter", "ms_per_iter"};
+  return s;
+}
+
+// Parts of a key that name a setting or a bound, not a reading.
+const WordSet& setting_key_parts() {
+  static const WordSet s{"peak",  "theoretical", "spec",  "nominal", "limit", "bound",  "timeout", "budget",
+                         "warmup", "warm",       "rep",   "reps",    "iters", "tol",    "atol",    "rtol",
+                         "eps",   "target",      "sleep", "interval", "wait", "deadline", "default", "max_time"};
+  return s;
+}
+
+// Whether `key` (an identifier or a quoted key) names a measurement.
+bool is_timing_key(sv key) {
+  bool timing = false;
+  std::size_t i = 0;
+  while (i < key.size()) {
+    while (i < key.size() && !is_alpha(key[i]) && !is_digit(key[i])) ++i;
+    std::size_t j = i;
+    // camelCase splits too: "medianUs" -> median, Us
+    while (j < key.size() && (is_alpha(key[j]) || is_digit(key[j])) &&
+           !(j > i && key[j] >= 'A' && key[j] <= 'Z' && key[j - 1] >= 'a' && key[j - 1] <= 'z'))
+      ++j;
+    if (j == i) break;
+    const sv part = key.substr(i, j - i);
+    if (setting_key_parts().contains_ci(part)) return false;
+    timing |= timing_key_parts().contains_ci(part);
+    i = j;
+  }
+  return timing;
+}
+
+// How many `key: number` / `key=number` pairs of one line hold a measured
+// value under a measurement key.
+std::size_t count_timing_literals(sv line) {
+  std::size_t found = 0;
+  for (std::size_t p = 0; p < line.size(); ++p) {
+    if (line[p] != ':' && line[p] != '=') continue;
+    if (p + 1 < line.size() && line[p + 1] == '=') {  // ==
+      ++p;
+      continue;
+    }
+    if (p > 0 && is_one_of(line[p - 1], "<>!=")) continue;
+    // The value: spaces, then a number.
+    std::size_t v = p + 1;
+    while (v < line.size() && line[v] == ' ') ++v;
+    if (v < line.size() && line[v] == '-') ++v;
+    if (v >= line.size() || !(is_digit(line[v]) || line[v] == '.')) continue;
+    const NumberLiteral n = read_number(line.substr(v));
+    // Readings print decimals; enum values and IDs are integers.
+    if (!n.is_float || !looks_measured(n)) continue;
+    // The key: back over spaces and a closing quote, then the word.
+    std::size_t e = p;
+    while (e > 0 && line[e - 1] == ' ') --e;
+    if (e > 0 && (line[e - 1] == '"' || line[e - 1] == '\'')) --e;
+    std::size_t b = e;
+    while (b > 0 && (is_word(line[b - 1]) || line[b - 1] == '-' || line[b - 1] == '/' || line[b - 1] == '.')) --b;
+    if (b < e && is_timing_key(line.substr(b, e - b))) ++found;
+  }
+  return found;
+}
+
+// ---------------------------------------------------------------- tuning results
+
+// "BLOCK_SIZE_M", "num_warps", "num_stages", "GROUP_SIZE_M", "SPLIT_K"...
+bool is_tuning_key(sv w) {
+  static const std::array<sv, 10> parts = {"block", "warps", "stages", "split_k", "group_size",
+                                           "group_m", "num_ctas", "waves_per_eu", "tile_", "kpack"};
+  if (w.size() < 4 || w.size() > 40) return false;
+  for (sv p : parts) {
+    if (w.size() < p.size()) continue;
+    for (std::size_t i = 0; i + p.size() <= w.size(); ++i)
+      if (iequals(w.substr(i, p.size()), p)) return true;
+  }
+  return false;
+}
+
+// A line that opens one entry of a mapping keyed by an exact shape: "1": {,
+// "4096": {, (4096, 4096): {, "4096x4096": dict(, 4096: triton.Config(,
+// "M=4096,N=4096": {. The key must be followed by ':' and a value that
+// opens on this line or the next.
+bool opens_shape_entry(sv t) {
+  if (t.empty()) return false;
+  std::size_t i = 0;
+  const char open = t[0];
+  if (open == '"' || open == '\'') {
+    const std::size_t close = t.find(open, 1);
+    if (close == sv::npos || close == 1) return false;
+    const sv key = t.substr(1, close - 1);
+    // digits, x, =, commas, underscores and single letters (M=4096,N=...; m4096_n512)
+    std::size_t digits = 0;
+    for (char c : key) {
+      if (is_digit(c)) ++digits;
+      else if (!is_one_of(c, "xX=,_ -:") && !is_alpha(c)) return false;
+    }
+    if (digits == 0 || digits * 2 < key.size()) return false;
+    i = close + 1;
+  } else if (open == '(' || open == '{' || open == '[') {
+    const char close_c = open == '(' ? ')' : open == '{' ? '}' : ']';
+    const std::size_t close = t.find(close_c);
+    if (close == sv::npos) return false;
+    std::size_t ints = 0;
+    for (std::size_t k = 1; k < close; ++k) {
+      const char c = t[k];
+      if (is_digit(c)) {
+        const NumberLiteral n = read_number(t.substr(k));
+        if (n.is_float) return false;
+        ++ints;
+        k += n.length - 1;
+      } else if (!is_one_of(c, ", ")) {
+        return false;
+      }
+    }
+    if (ints < 2) return false;
+    i = close + 1;
+  } else if (is_digit(open)) {
+    const NumberLiteral n = read_number(t);
+    if (n.is_float || n.hex) return false;
+    i = n.length;
+  } else {
+    return false;
+  }
+  while (i < t.size() && t[i] == ' ') ++i;
+  if (i >= t.size() || (t[i] != ':' && t[i] != ',')) return false;
+  // C++ initialisers: {{4096, 4096}, {128, 256, 64, 3}} use ',' after the key.
+  if (t[i] == ',' && open != '{') return false;
+  ++i;
+  while (i < t.size() && t[i] == ' ') ++i;
+  const sv rest = t.substr(i);
+  return rest.empty() || rest[0] == '{' || rest[0] == '(' || rest[0] == '[' || starts_with(rest, "dict(") ||
+         starts_with(rest, "triton.Config(") || starts_with(rest, "Config(");
+}
+
+// Whether a line names a tuning parameter ("BLOCK_SIZE_M": 64, num_warps=4).
+bool has_tuning_key(sv t, std::vector<Word>& words) {
+  split_words(t, words);
+  for (const Word& w : words)
+    if (!starts_like_number(w.text) && is_tuning_key(w.text)) return true;
+  return false;
+}
+
+// ---------------------------------------------------------------- census
+
+const WordSet& software_names() {
+  static const WordSet s{"cuda",   "torch",  "pytorch", "triton",  "cudnn",     "nccl",      "cublas",  "cutlass",
+                         "python", "gcc",    "g++",     "nvcc",    "clang",     "rocm",      "hip",     "jax",
+                         "jaxlib", "numpy",  "cupy",    "tensorrt", "flash-attn", "flash_attn", "flashinfer",
+                         "transformers", "vllm", "xformers", "llvm", "cuda-python", "nvidia-smi", "cuda_runtime",
+                         "runtime"};
+  return s;
+}
+
+const WordSet& requirement_words() {
+  static const WordSet s{"require", "requires", "required", "requirement", "requirements", "need", "needs",
+                         "needed",  "minimum",  "least",    "newer",       "later",        "older", "support",
+                         "supports", "supported", "compatible", "compatibility", "install", "installed", "pip",
+                         "conda",   "or",       "above",   "prior",  "before", "since", "deprecated", "until"};
+  return s;
+}
+
+// "550.54.15", "12.4", "2.3.0+cu121", "v2.3.0", "V12.4.131"
+bool is_version(sv w) {
+  if (!w.empty() && (w[0] == 'v' || w[0] == 'V')) w.remove_prefix(1);
+  if (w.empty() || !is_digit(w[0])) return false;
+  std::size_t dots = 0, i = 0;
+  while (i < w.size() && (is_digit(w[i]) || w[i] == '.')) dots += w[i++] == '.';
+  if (dots == 0 || w[i - 1] == '.') return false;
+  return i == w.size() || w[i] == '+' || w[i] == '-' || w[i] == 'a' || w[i] == 'b' || w[i] == 'r';
+}
+
+bool contains_ci(sv hay, sv needle) {
+  if (needle.size() > hay.size()) return false;
+  for (std::size_t i = 0; i + needle.size() <= hay.size(); ++i)
+    if (iequals(hay.substr(i, needle.size()), needle)) return true;
+  return false;
+}
+
+// A build string nobody types by hand: "2.3.0+cu121", "+rocm6.0",
+// "V12.4.131", "cuda_12.4.r12.4", "5.15.0-91-generic".
+bool is_build_string(sv w) {
+  if (contains_ci(w, "+cu") || contains_ci(w, "+rocm") || contains_ci(w, "+git")) return is_version(w);
+  if ((w[0] == 'V') && is_version(w)) {
+    std::size_t dots = std::count(w.begin(), w.end(), '.');
+    return dots >= 2;
+  }
+  if (starts_with(w, "cuda_") && contains_ci(w, ".r")) return true;
+  // Linux kernel releases
+  if (is_version(w) && (ends_with(w, "-generic") || ends_with(w, "-aws") || ends_with(w, "-azure") ||
+                        ends_with(w, "-gcp") || contains_ci(w, ".el") || contains_ci(w, "-amd64")))
+    return true;
+  return false;
+}
+
+enum CensusKind : std::uint32_t {
+  kDriver = 1u << 0, kBuild = 1u << 1, kGpu = 1u << 2, kClock = 1u << 3, kCpu = 1u << 4, kOs = 1u << 5,
+  kPower = 1u << 6, kSoftware = 1u << 7,  // software versions: one bit per name above this
+};
+
+// The census facts of one line, as bits (kSoftware << k for the k-th
+// distinct software name seen in the file, tracked by the caller).
+struct CensusLine {
+  std::uint32_t kinds = 0;
+  std::vector<sv> software;  // names with a version on this line
+};
+
+void read_census(sv line, std::vector<Word>& words, CensusLine& out) {
+  out.kinds = 0;
+  out.software.clear();
+  // Requirements and pins are authored ("CUDA 12.4 or newer", torch>=2.3).
+  if (line.find(">=") != sv::npos || line.find("==") != sv::npos || line.find("~=") != sv::npos ||
+      line.find("\xe2\x89\xa5") != sv::npos)
+    return;
+  split_words(line, words);
+  for (const Word& w : words)
+    if (requirement_words().contains_ci(w.text) || (ends_with(w.text, "+") && is_version(w.text.substr(0, w.text.size() - 1))))
+      return;
+  for (std::size_t k = 0; k < words.size(); ++k) {
+    const sv w = words[k].text;
+    auto version_within = [&](std::size_t span) {
+      for (std::size_t j = k + 1; j < words.size() && j <= k + span; ++j)
+        if (is_version(words[j].text)) return words[j].text;
+      return sv{};
+    };
+    if (starts_like_number(w) || ((w[0] == 'V' || w[0] == 'v') && w.size() > 1 && is_digit(w[1]))) {
+      if (is_build_string(w)) out.kinds |= kBuild;
+      const NumberLiteral n = read_number(w);
+      const sv unit = n.length < w.size() ? w.substr(n.length)
+                                           : (k + 1 < words.size() ? words[k + 1].text : sv{});
+      if (iequals(unit, "mhz") || iequals(unit, "ghz")) out.kinds |= kClock;
+      if ((iequals(unit, "w") || iequals(unit, "watts")) && contains_ci(line, "power")) out.kinds |= kPower;
+      continue;
+    }
+    if (iequals(w, "driver")) {
+      const sv v = version_within(3);
+      if (!v.empty() && read_number(v).integer == 0 && v.size() >= 6 && is_digit(v[0]) && is_digit(v[1]) &&
+          is_digit(v[2]) && v[3] == '.')
+        out.kinds |= kDriver;
+      continue;
+    }
+    if (software_names().contains_ci(w)) {
+      if (!version_within(2).empty()) out.software.push_back(w);
+      continue;
+    }
+    if (gpu_names().contains_ci(w) || contains_ci(w, "h100") || contains_ci(w, "a100") || contains_ci(w, "h200")) {
+      // with its memory or form factor: "H100 80GB HBM3", "A100-SXM4-80GB"
+      for (std::size_t j = k; j < words.size() && j <= k + 3; ++j) {
+        const sv m = words[j].text;
+        if (contains_ci(m, "hbm") || contains_ci(m, "sxm") || contains_ci(m, "pcie") ||
+            (m.size() >= 3 && is_digit(m[0]) && (ends_with(m, "GB") || ends_with(m, "gb"))))
+          out.kinds |= kGpu;
+      }
+      continue;
+    }
+    if (iequals(w, "xeon") || iequals(w, "epyc") || iequals(w, "ryzen") || iequals(w, "threadripper") ||
+        iequals(w, "neoverse") || iequals(w, "core(tm)") || iequals(w, "xeon(r)")) {
+      out.kinds |= kCpu;
+      continue;
+    }
+    if (iequals(w, "ubuntu") || iequals(w, "debian") || iequals(w, "centos") || iequals(w, "rhel") ||
+        iequals(w, "rocky") || iequals(w, "almalinux") || iequals(w, "fedora")) {
+      if (!version_within(2).empty()) out.kinds |= kOs;
+    }
+  }
+}
+
+// Whether line `n` sits in a block (since the last blank line, at most 40
+// lines up) that a spec word opens: "PEAK = {", "# datasheet figures".
+bool in_spec_block(const std::vector<sv>& lines, std::size_t n, std::vector<Word>& words) {
+  for (std::size_t k = n + 1; k-- > 0 && n - k <= 40;) {
+    if (lines[k].empty()) return false;
+    split_words(lines[k], words);
+    for (const Word& w : words)
+      if (spec_cues().contains_ci(w.text) || contains_ci(w.text, "peak")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the detectors
+
+std::optional<Finding> find_summary(const TextLines& text, TextKind kind) {
+  const bool code = kind == TextKind::Code;
+  const std::vector<sv>& lines = text.stripped;
+  std::vector<Word> words;
+  std::size_t measured = 0, plain = 0, first_measured = sv::npos, first_plain = sv::npos;
+  std::size_t shape_lines = 0, first_shape = 0;
+  std::size_t literals = 0, first_literal = 0;
+  for (std::size_t n = 0; n < lines.size(); ++n) {
+    const sv s = lines[n];
+    if (!may_hold_numbers(s, 1)) continue;
+    LineFigures f = read_figures(s, code, words);
+    // In code, a unit in a string is data ("M8[7000ms]", a timeout's help
+    // text): figures without a cue count only in # and // comments.
+    if (code && s.data() == text.trimmed[n].data()) f.plain = 0;
+    if (f.measured > 0 && first_measured == sv::npos) first_measured = n;
+    if (f.plain > 0 && first_plain == sv::npos) first_plain = n;
+    measured += f.measured;
+    plain += f.plain;
+    if (f.shape_result && shape_lines++ == 0) first_shape = n;
+    if (const std::size_t k = count_timing_literals(s); k > 0 && !in_spec_block(lines, n, words)) {
+      if (literals == 0) first_literal = n;
+      literals += k;
+    }
+  }
+  auto quote = [&](std::size_t n) { return std::string(trim(lines[n]).substr(0, 70)); };
+  if (measured >= 2 || (measured >= 1 && measured + plain >= 4)) {
+    return Finding{"evidence.summary", line_ptr(first_measured),
+                   "states " + std::to_string(measured) + " measured figure" + (measured == 1 ? "" : "s") +
+                       (plain ? " and " + std::to_string(plain) + " more figures" : std::string()) +
+                       " (times, throughputs, fractions of peak or speed-ups, e.g. \"" + quote(first_measured) +
+                       "\"): a summary of benchmark or profiler runs, whatever its wording"};
+  }
+  if (literals >= 3) {
+    return Finding{"evidence.summary", line_ptr(first_literal),
+                   "holds " + std::to_string(literals) +
+                       " measurement literals (keys such as median_us, ms, gbps, tflops with measured values, e.g. \"" +
+                       quote(first_literal) + "\"): results of runs written as code"};
+  }
+  if (shape_lines >= (code ? 3u : 2u)) {
+    return Finding{"evidence.summary", line_ptr(first_shape),
+                   "pairs shapes with measured values on " + std::to_string(shape_lines) + " lines (e.g. \"" +
+                       quote(first_shape) + "\"): a table of results by shape, whatever its layout"};
+  }
+  // Code spells units in strings ("M8[7000ms]", timeouts): only prose
+  // is judged by unqualified figures alone.
+  if (!code && plain >= 8) {
+    return Finding{"evidence.summary", line_ptr(first_plain),
+                   "states " + std::to_string(plain) + " timings or throughputs (e.g. \"" + quote(first_plain) +
+                       "\"): a summary of measurements"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Finding> find_tuning_results(const TextLines& text) {
+  const std::vector<sv>& lines = text.stripped;
+  std::vector<Word> words;
+  std::size_t entries = 0, first = 0;
+  for (std::size_t n = 0; n < lines.size(); ++n) {
+    const sv t = lines[n];
+    if (t.empty() || !(is_digit(t[0]) || is_one_of(t[0], "\"'({["))) continue;
+    if (!opens_shape_entry(t)) continue;
+    // The entry's value names tuning parameters, on this line or the next few.
+    bool tuning = has_tuning_key(t, words);
+    for (std::size_t k = n + 1; k < lines.size() && k <= n + 4 && !tuning; ++k) tuning = has_tuning_key(lines[k], words);
+    if (!tuning) continue;
+    if (entries++ == 0) first = n;
+  }
+  if (entries < 4) return std::nullopt;
+  return Finding{"evidence.tuning", line_ptr(first),
+                 "maps " + std::to_string(entries) +
+                     " exact shapes to tuned parameters (block sizes, warps, stages; e.g. \"" +
+                     std::string(trim(lines[first]).substr(0, 70)) +
+                     "\"): the per-shape results of a tuning run are generated evidence"};
+}
+
+std::optional<Finding> find_census(const TextLines& text) {
+  std::vector<Word> words;
+  CensusLine line;
+  std::uint32_t kinds = 0;
+  std::vector<std::string> software;
+  std::size_t first = sv::npos;
+  for (std::size_t n = 0; n < text.size(); ++n) {
+    const sv s = text.stripped[n];
+    if (!may_hold_numbers(s, 2)) continue;
+    read_census(s, words, line);
+    for (sv name : line.software) {
+      std::string lowered;
+      for (char c : name) lowered += lower_ascii(c);
+      if (std::find(software.begin(), software.end(), lowered) == software.end()) software.push_back(lowered);
+    }
+    if ((line.kinds || !line.software.empty()) && first == sv::npos) first = n;
+    kinds |= line.kinds;
+  }
+  const int facts = std::popcount(kinds) + static_cast<int>(software.size());
+  const int score = facts + ((kinds & kDriver) ? 1 : 0);
+  if (score < 3 || facts < 2) return std::nullopt;
+  std::string what;
+  auto add = [&](std::uint32_t bit, const char* name) {
+    if (kinds & bit) what += std::string(what.empty() ? "" : ", ") + name;
+  };
+  add(kDriver, "driver version");
+  add(kGpu, "GPU model and memory");
+  add(kBuild, "exact build strings");
+  add(kClock, "clocks");
+  add(kPower, "power limit");
+  add(kCpu, "CPU model");
+  add(kOs, "OS or kernel release");
+  for (const std::string& s : software) what += (what.empty() ? "" : ", ") + s + " version";
+  return Finding{"evidence.census", line_ptr(first),
+                 "records the machine a run was made on (" + what + ", e.g. \"" +
+                     std::string(trim(text.stripped[first]).substr(0, 70)) +
+                     "\"): a hardware/software census, whatever its format"};
+}
+
+}  // namespace kzoo::package::evidence_detail
