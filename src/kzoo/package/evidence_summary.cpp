@@ -93,7 +93,7 @@ const WordSet& measured_cues() {
   static const WordSet s{
       "median",   "mean",      "average",  "avg",       "p50",      "p90",      "p95",     "p99",      "p999",
       "stddev",   "std",       "stdev",    "variance",  "percentile", "measured", "measure", "measuring",
-      "achieved", "achieves",  "achieve",  "achieving", "reached",  "reaches",  "reaching", "hits",    "sustained",
+      "achieved", "achieves",  "achieve",  "achieving", "reach",    "reached",  "reaches",  "reaching", "hits",    "sustained",
       "sustains", "observed",  "observe",  "clocked",   "profiled", "benchmarked", "ran",   "took",     "got",
       "timed",    "recorded",  "speedup",  "speed-up",  "speedups", "faster",   "slower",  "vs",       "versus",
       "baseline", "eager",     "cublas",   "cudnn",     "compared", "fastest",  "slowest", "best",     "worst",
@@ -134,6 +134,13 @@ const WordSet& percent_subjects() {
 
 const WordSet& speedup_words() {
   static const WordSet s{"speedup", "speed-up", "faster", "slower", "quicker", "vs", "versus"};
+  return s;
+}
+
+// Names of dimensions, as shapes are written out: "M=4096, N=4096".
+const WordSet& dim_names() {
+  static const WordSet s{"m", "n", "k", "b", "h", "s", "d", "l", "e", "batch", "bs", "seq", "seqlen", "seq_len",
+                         "rows", "cols", "hidden", "heads", "dim", "head_dim", "tokens", "experts", "x"};
   return s;
 }
 
@@ -196,6 +203,9 @@ LineFigures read_figures(sv line, bool code, std::vector<Word>& words) {
     const NumberLiteral n = read_number(w);
     if (n.length == 0 || n.hex) continue;
     sv unit = w.substr(n.length);
+    // A C float literal (0.4127f), not a format spec ("{:>4.1f}", "%.3f").
+    const char before = words[k].at > 0 ? line[words[k].at - 1] : ' ';
+    if (n.is_float && n.sig >= 3 && (unit == "f" || unit == "F") && !is_one_of(before, ":%.>^<")) unit = {};
     bool next_is_unit = false;
     if (unit.empty() && k + 1 < words.size()) {
       const FigureKind next = unit_kind(words[k + 1].text);
@@ -231,7 +241,9 @@ LineFigures read_figures(sv line, bool code, std::vector<Word>& words) {
     } else if (unit.empty()) {
       // Two sizes side by side ("(8, 4096)", "4096 4096"), one of them 64+.
       const bool size = !n.is_float && n.integer >= 2 && w[0] != '0';
-      if (size && last_size != 0 && (n.integer >= 64 || last_size >= 64) && last_size_word + 1 == k) ++sizes;
+      // "M=4096, N=4096": a dimension's name may stand between the sizes.
+      const bool adjacent = last_size_word + 1 == k || (last_size_word + 2 == k && dim_names().contains_ci(words[k - 1].text));
+      if (size && last_size != 0 && (n.integer >= 64 || last_size >= 64) && adjacent) ++sizes;
       if (size) last_size = n.integer, last_size_word = k;
       if (looks_measured(n) && n.is_float) ++readings;
       if (is_irregular_float(n)) ++readings3;
@@ -260,15 +272,28 @@ LineFigures read_figures(sv line, bool code, std::vector<Word>& words) {
   return out;
 }
 
+// Whether a line says that what follows was measured: "Timings (H100):",
+// "Measured on an A100:", "Results:".
+bool line_has_cue(sv line, std::vector<Word>& words) {
+  static const WordSet headers{"timings", "timing", "results", "measurements", "measured", "benchmarks",
+                               "benchmarked", "latencies", "profiled", "runs"};
+  split_words(line, words);
+  for (const Word& w : words)
+    if (headers.contains_ci(w.text) || measured_cues().contains_ci(w.text) || gpu_names().contains_ci(w.text))
+      return true;
+  return false;
+}
+
 // ---------------------------------------------------------------- timing literals
 
-// Parts of a key that name a measurement ("median_us", "gbps", "timeMs").
+// Parts of a key that name a measured quantity or its unit ("median_us",
+// "gbps", "timeMs"). A statistic alone ("mean=", "std=") is not enough:
+// code passes distribution parameters by those names.
 const WordSet& timing_key_parts() {
-  static const WordSet s{"ms",      "us",      "ns",      "sec",     "secs",    "seconds", "msec",   "usec",
-                         "time",    "latency", "gbps",    "tbps",    "gbs",     "tbs",     "tflops", "gflops",
-                         "flops",   "bandwidth", "bw",    "throughput", "speedup", "median", "mean",  "avg",
-                         "p50",     "p90",     "p95",     "p99",     "std",     "stddev",  "runtime", "elapsed",
-                         "duration", "cycles", "walltime", "us_per_iter", "ms_per_iter"};
+  static const WordSet s{"ms",      "us",      "ns",        "sec",     "secs",       "seconds", "msec",   "usec",
+                         "time",    "latency", "gbps",      "tbps",    "gbs",        "tbs",     "tflops", "gflops",
+                         "flops",   "bandwidth", "bw",      "throughput", "speedup", "runtime", "elapsed",
+                         "duration", "cycles", "walltime"};
   return s;
 }
 
@@ -300,6 +325,28 @@ bool is_timing_key(sv key) {
   return timing;
 }
 
+// The key before the ':' or '=' at `p`: back over spaces and a closing
+// quote, then the word.
+sv key_before(sv line, std::size_t p) {
+  std::size_t e = p;
+  while (e > 0 && line[e - 1] == ' ') --e;
+  if (e > 0 && (line[e - 1] == '"' || line[e - 1] == '\'')) --e;
+  std::size_t b = e;
+  while (b > 0 && (is_word(line[b - 1]) || line[b - 1] == '-' || line[b - 1] == '/' || line[b - 1] == '.')) --b;
+  return line.substr(b, e - b);
+}
+
+// Whether a line opens a mapping or list named for a measurement
+// ("BASELINE_MS = {", "latencies_us = ["): its entries are readings.
+bool opens_timing_block(sv t) {
+  if (t.empty() || !(t.back() == '{' || t.back() == '[' || t.back() == '(')) return false;
+  const std::size_t eq = t.find('=');
+  if (eq == sv::npos || eq == 0) return false;
+  sv name = trim(t.substr(0, eq));
+  if (const std::size_t colon = name.find(':'); colon != sv::npos) name = trim(name.substr(0, colon));  // NAME: dict = {
+  return !name.empty() && is_timing_key(name);
+}
+
 // How many `key: number` / `key=number` pairs of one line hold a measured
 // value under a measurement key.
 std::size_t count_timing_literals(sv line) {
@@ -311,21 +358,29 @@ std::size_t count_timing_literals(sv line) {
       continue;
     }
     if (p > 0 && is_one_of(line[p - 1], "<>!=")) continue;
-    // The value: spaces, then a number.
+    // The value: spaces, then a number or a list of numbers.
     std::size_t v = p + 1;
     while (v < line.size() && line[v] == ' ') ++v;
-    if (v < line.size() && line[v] == '-') ++v;
-    if (v >= line.size() || !(is_digit(line[v]) || line[v] == '.')) continue;
-    const NumberLiteral n = read_number(line.substr(v));
-    // Readings print decimals; enum values and IDs are integers.
-    if (!n.is_float || !looks_measured(n)) continue;
-    // The key: back over spaces and a closing quote, then the word.
-    std::size_t e = p;
-    while (e > 0 && line[e - 1] == ' ') --e;
-    if (e > 0 && (line[e - 1] == '"' || line[e - 1] == '\'')) --e;
-    std::size_t b = e;
-    while (b > 0 && (is_word(line[b - 1]) || line[b - 1] == '-' || line[b - 1] == '/' || line[b - 1] == '.')) --b;
-    if (b < e && is_timing_key(line.substr(b, e - b))) ++found;
+    std::size_t values = 0;
+    if (v < line.size() && (line[v] == '[' || line[v] == '(')) {
+      const std::size_t close = line.find(line[v] == '[' ? ']' : ')', v);
+      const sv list = line.substr(v + 1, close == sv::npos ? sv::npos : close - v - 1);
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        if (!is_digit(list[i]) && list[i] != '.') continue;
+        if (i > 0 && (is_word(list[i - 1]) || list[i - 1] == '.')) continue;
+        const NumberLiteral n = read_number(list.substr(i));
+        if (n.is_float && looks_measured(n)) ++values;
+        i += n.length;
+      }
+    } else {
+      if (v < line.size() && line[v] == '-') ++v;
+      if (v >= line.size() || !(is_digit(line[v]) || line[v] == '.')) continue;
+      const NumberLiteral n = read_number(line.substr(v));
+      // Readings print decimals; enum values and IDs are integers.
+      if (n.is_float && looks_measured(n)) values = 1;
+    }
+    if (values == 0) continue;
+    if (is_timing_key(key_before(line, p))) found += values;
   }
   return found;
 }
@@ -350,6 +405,8 @@ bool is_tuning_key(sv w) {
 // "M=4096,N=4096": {. The key must be followed by ':' and a value that
 // opens on this line or the next.
 bool opens_shape_entry(sv t) {
+  // C++ initialisers nest the key: {{4096, 4096}, {128, 256, 64, 3}},
+  if (starts_with(t, "{{") || starts_with(t, "{(")) t.remove_prefix(1);
   if (t.empty()) return false;
   std::size_t i = 0;
   const char open = t[0];
@@ -392,7 +449,7 @@ bool opens_shape_entry(sv t) {
   }
   while (i < t.size() && t[i] == ' ') ++i;
   if (i >= t.size() || (t[i] != ':' && t[i] != ',')) return false;
-  // C++ initialisers: {{4096, 4096}, {128, 256, 64, 3}} use ',' after the key.
+  // C++ initialisers use ',' after the key.
   if (t[i] == ',' && open != '{') return false;
   ++i;
   while (i < t.size() && t[i] == ' ') ++i;
@@ -500,6 +557,10 @@ void read_census(sv line, std::vector<Word>& words, CensusLine& out) {
       if ((iequals(unit, "w") || iequals(unit, "watts")) && contains_ci(line, "power")) out.kinds |= kPower;
       continue;
     }
+    if ((iequals(w, "mhz") || iequals(w, "ghz")) && k + 1 < words.size() && starts_like_number(words[k + 1].text)) {
+      out.kinds |= kClock;  // lscpu: "CPU max MHz: 3707.8120"
+      continue;
+    }
     if (iequals(w, "driver")) {
       const sv v = version_within(3);
       if (!v.empty() && read_number(v).integer == 0 && v.size() >= 6 && is_digit(v[0]) && is_digit(v[1]) &&
@@ -533,6 +594,41 @@ void read_census(sv line, std::vector<Word>& words, CensusLine& out) {
   }
 }
 
+// One entry of a mapping from a size or shape to a reading:
+// "4096: 2604.9,", "(4096, 4096): 0.1783,", "'4096x4096': 0.178".
+bool is_shape_keyed_reading(sv t) {
+  if (t.empty() || !(is_digit(t[0]) || is_one_of(t[0], "\"'("))) return false;
+  std::size_t colon = t.find(':');
+  if (colon == sv::npos || colon == 0 || colon > 40) return false;
+  sv key = t.substr(0, colon);
+  while (!key.empty() && is_one_of(key.back(), " \"'")) key.remove_suffix(1);
+  while (!key.empty() && is_one_of(key.front(), "\"'")) key.remove_prefix(1);
+  if (key.empty()) return false;
+  const NumberLiteral k = read_number(key);
+  const bool size_key = k.length == key.size() && !k.is_float && !k.hex && k.integer >= 16;
+  bool shape_key = is_shape_word(key);
+  if (!size_key && !shape_key && key.front() == '(' && key.back() == ')') {
+    std::size_t ints = 0;
+    bool only = true;
+    for (std::size_t i = 1; i + 1 < key.size() && only; ++i) {
+      if (is_digit(key[i])) {
+        const NumberLiteral n = read_number(key.substr(i));
+        only = !n.is_float;
+        ++ints;
+        i += n.length - 1;
+      } else {
+        only = is_one_of(key[i], ", ");
+      }
+    }
+    shape_key = only && ints >= 2;
+  }
+  if (!size_key && !shape_key) return false;
+  std::size_t v = colon + 1;
+  while (v < t.size() && t[v] == ' ') ++v;
+  const NumberLiteral value = read_number(t.substr(v));
+  return value.length > 0 && is_irregular_float(value);
+}
+
 // Whether line `n` sits in a block (since the last blank line, at most 40
 // lines up) that a spec word opens: "PEAK = {", "# datasheet figures".
 bool in_spec_block(const std::vector<sv>& lines, std::size_t n, std::vector<Word>& words) {
@@ -556,10 +652,23 @@ std::optional<Finding> find_summary(const TextLines& text, TextKind kind) {
   std::size_t measured = 0, plain = 0, first_measured = sv::npos, first_plain = sv::npos;
   std::size_t shape_lines = 0, first_shape = 0;
   std::size_t literals = 0, first_literal = 0;
+  bool timing_block = false;  // inside "BASELINE_MS = {" up to its end or a blank line
+  bool block_cue = false;     // a header line ("Timings (H100, bf16):") cues the lines under it
   for (std::size_t n = 0; n < lines.size(); ++n) {
     const sv s = lines[n];
-    if (!may_hold_numbers(s, 1)) continue;
+    if (s.empty()) {
+      timing_block = block_cue = false;
+      continue;
+    }
+    if (timing_block && is_one_of(s.front(), "}])")) timing_block = false;
+    if (opens_timing_block(s)) timing_block = true;
+    if (!may_hold_numbers(s, 1)) {
+      if (s.back() == ':') block_cue = block_cue || line_has_cue(s, words);
+      continue;
+    }
     LineFigures f = read_figures(s, code, words);
+    if (block_cue) f.measured += f.plain, f.plain = 0;
+    if (s.back() == ':' && f.measured + f.plain == 0) block_cue = block_cue || line_has_cue(s, words);
     // In code, a unit in a string is data ("M8[7000ms]", a timeout's help
     // text): figures without a cue count only in # and // comments.
     if (code && s.data() == text.trimmed[n].data()) f.plain = 0;
@@ -567,8 +676,18 @@ std::optional<Finding> find_summary(const TextLines& text, TextKind kind) {
     if (f.plain > 0 && first_plain == sv::npos) first_plain = n;
     measured += f.measured;
     plain += f.plain;
-    if (f.shape_result && shape_lines++ == 0) first_shape = n;
-    if (const std::size_t k = count_timing_literals(s); k > 0 && !in_spec_block(lines, n, words)) {
+    if ((f.shape_result || is_shape_keyed_reading(s)) && shape_lines++ == 0) first_shape = n;
+    std::size_t k = count_timing_literals(s);
+    // In a block named for a measurement, "key: 0.1783" entries are readings.
+    if (k == 0 && timing_block) {
+      const std::size_t colon = s.find(':');
+      if (colon != sv::npos && colon + 1 < s.size()) {
+        const sv value = trim(s.substr(colon + 1));
+        const NumberLiteral v = read_number(value);
+        if (v.is_float && looks_measured(v)) k = 1;
+      }
+    }
+    if (k > 0 && !in_spec_block(lines, n, words)) {
       if (literals == 0) first_literal = n;
       literals += k;
     }
@@ -610,9 +729,13 @@ std::optional<Finding> find_tuning_results(const TextLines& text) {
     const sv t = lines[n];
     if (t.empty() || !(is_digit(t[0]) || is_one_of(t[0], "\"'({["))) continue;
     if (!opens_shape_entry(t)) continue;
-    // The entry's value names tuning parameters, on this line or the next few.
+    // The entry's value names tuning parameters, on this line or the next
+    // few, or a header above it in the same block does ("// {M, N} ->
+    // {BLOCK_M, BLOCK_N, STAGES}").
     bool tuning = has_tuning_key(t, words);
     for (std::size_t k = n + 1; k < lines.size() && k <= n + 4 && !tuning; ++k) tuning = has_tuning_key(lines[k], words);
+    for (std::size_t k = n; k-- > 0 && n - k <= 40 && !tuning && !lines[k].empty();)
+      tuning = has_tuning_key(lines[k], words);
     if (!tuning) continue;
     if (entries++ == 0) first = n;
   }

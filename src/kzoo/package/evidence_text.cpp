@@ -271,9 +271,12 @@ bool has_provenance(const TextLines& text, std::size_t run_start) {
   static const std::array<sv, 14> measured = {"measur", "timing", "bench", "profil", "latenc", " ms", " us",
                                               "gb/s", "tflop", "recorded", "captured", "median", "sweep", "runs"};
   bool origin_seen = false;
-  for (std::size_t k = run_start, seen = 0; k-- > 0 && seen < 6;) {
+  for (std::size_t k = run_start, seen = 0; k-- > 0 && seen < 6 && run_start - k <= 400;) {
     const sv t = text.trimmed[k];
     if (t.empty()) continue;
+    // An earlier table's rows do not count: "NODES = [...]" then
+    // "# weights of the same rule" reaches back to the NODES' comment.
+    if (count_digits(t) * 2 >= t.size()) continue;
     ++seen;
     for (sv m : measured)
       if (contains_ci(t, m)) return false;
