@@ -95,19 +95,6 @@ sv strip_comment(sv line) {
   return trim(t);
 }
 
-TextLines split_text(sv text) {
-  TextLines l;
-  l.text = text;
-  l.raw = split_lines(text);
-  l.trimmed.reserve(l.raw.size());
-  l.stripped.reserve(l.raw.size());
-  for (sv r : l.raw) {
-    l.trimmed.push_back(trim(r));
-    l.stripped.push_back(strip_comment(r));
-  }
-  return l;
-}
-
 // ---------------------------------------------------------------- cells
 
 // **1.5**, `1.5`, "1.5" (quoted CSV), (1.0) (pytest-benchmark ratios)
@@ -254,6 +241,24 @@ void split_cells(sv line, char d, std::vector<sv>& cells) {
     if (p == sv::npos) break;
     start = p + 1;
   }
+}
+
+TextLines split_text(sv text) {
+  TextLines l;
+  l.text = text;
+  l.raw = split_lines(text);
+  l.trimmed.reserve(l.raw.size());
+  l.stripped.reserve(l.raw.size());
+  l.digits.reserve(l.raw.size());
+  l.nan_inf.reserve(l.raw.size());
+  for (sv r : l.raw) {
+    l.trimmed.push_back(trim(r));
+    l.stripped.push_back(strip_comment(r));
+    const std::size_t d = count_digits(r);
+    l.digits.push_back(static_cast<std::uint32_t>(d));
+    l.nan_inf.push_back(d < 3 && has_nan_or_inf(r) ? 1 : 0);
+  }
+  return l;
 }
 
 }  // namespace kzoo::package::evidence_detail

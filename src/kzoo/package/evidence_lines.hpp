@@ -142,7 +142,11 @@ struct TextLines {
   std::vector<sv> raw;       // split_lines(text)
   std::vector<sv> trimmed;   // trim(raw[n])
   std::vector<sv> stripped;  // strip_comment(raw[n])
+  std::vector<std::uint32_t> digits;  // count_digits(raw[n]): comment markers hold none
+  std::vector<std::uint8_t> nan_inf;  // "nan"/"inf" in raw[n]; only looked for where digits[n] < 3
   std::size_t size() const { return raw.size(); }
+  // may_hold_numbers(line n, k) for k <= 3, from the counts taken once.
+  bool may_hold_numbers(std::size_t n, std::size_t k) const { return digits[n] >= k || nan_inf[n] != 0; }
 };
 TextLines split_text(sv text);
 

@@ -284,6 +284,25 @@ bool line_has_cue(sv line, std::vector<Word>& words) {
   return false;
 }
 
+// Whether a line can hold a figure or a shape's result: a digit followed
+// (after at most one space) by a letter, '%' or a non-ASCII unit ("0.18 ms",
+// "78%", "1.5x", "4096x4096", "12 µs"), or a decimal with several digits
+// around it ("(4096, 4096): 0.1783"). One pass, no words.
+bool may_state_figures(sv line) {
+  std::size_t digits = 0;
+  bool decimal = false;
+  for (std::size_t i = 0; i + 1 < line.size(); ++i) {
+    if (!is_digit(line[i])) continue;
+    ++digits;
+    std::size_t j = i + 1;
+    if (line[j] == '.' && j + 1 < line.size() && is_digit(line[j + 1])) decimal = true;
+    if (line[j] == ' ' && j + 1 < line.size()) ++j;
+    const char c = line[j];
+    if (is_alpha(c) || c == '%' || static_cast<unsigned char>(c) >= 0x80) return true;
+  }
+  return decimal && digits >= 4;
+}
+
 // ---------------------------------------------------------------- timing literals
 
 // Parts of a key that name a measured quantity or its unit ("median_us",
@@ -530,67 +549,98 @@ struct CensusLine {
   std::vector<sv> software;  // names with a version on this line
 };
 
+// Whether a line can state a census fact at all: a version ("550.54",
+// "12.4"), a clock ("Hz"), a memory size after a digit ("80GB"). One pass,
+// no words: most lines of code stop here.
+bool may_be_census(sv line) {
+  for (std::size_t i = 1; i < line.size(); ++i) {
+    const char c = line[i];
+    const char before = line[i - 1];
+    if (c == '.' && is_digit(before) && i + 1 < line.size() && is_digit(line[i + 1])) return true;
+    if ((c == 'z' || c == 'Z') && (before == 'H' || before == 'h')) return true;
+    if ((c == 'B' || c == 'b') && (before == 'G' || before == 'g') && i >= 2 && is_digit(line[i - 2])) return true;
+    // CPU models: "EPYC 9654", "Xeon(R) Platinum 8480+", "Core(TM) i9", "Neoverse-V2", "Ryzen"
+    if ((before == 'E' && line.substr(i, 3) == "PYC") || ((before == 'X' || before == 'x') && line.substr(i, 3) == "eon") ||
+        (before == '(' && line.substr(i, 3) == "TM)") || (before == 'N' && line.substr(i, 6) == "everse") ||
+        (before == 'R' && line.substr(i, 4) == "yzen"))
+      return true;
+  }
+  return false;
+}
+
+// Whether a line states a requirement or a pin ("CUDA 12.4 or newer",
+// "torch>=2.3", "12.0+"): authored, not a census.
+bool is_requirement(sv line, const std::vector<Word>& words) {
+  if (line.find(">=") != sv::npos || line.find("==") != sv::npos || line.find("~=") != sv::npos ||
+      line.find("\xe2\x89\xa5") != sv::npos)
+    return true;
+  for (const Word& w : words)
+    if (requirement_words().contains_ci(w.text) || (ends_with(w.text, "+") && is_version(w.text.substr(0, w.text.size() - 1))))
+      return true;
+  return false;
+}
+
+// A GPU with its memory or form factor: "H100 80GB HBM3", "A100-SXM4-80GB".
+bool is_gpu_memory_word(sv m) {
+  return contains_ci(m, "hbm") || contains_ci(m, "sxm") || contains_ci(m, "pcie") ||
+         (m.size() >= 3 && is_digit(m[0]) && (ends_with(m, "GB") || ends_with(m, "gb")));
+}
+
+bool names_gpu(sv w) {
+  return gpu_names().contains_ci(w) || contains_ci(w, "h100") || contains_ci(w, "a100") || contains_ci(w, "h200");
+}
+
+// The facts are found from their values: a version looks back for the name
+// it belongs to (driver, a library, an OS), a memory size for a GPU's name.
+// Words without digits are only looked at when a value points at them.
 void read_census(sv line, std::vector<Word>& words, CensusLine& out) {
   out.kinds = 0;
   out.software.clear();
-  // Requirements and pins are authored ("CUDA 12.4 or newer", torch>=2.3).
-  if (line.find(">=") != sv::npos || line.find("==") != sv::npos || line.find("~=") != sv::npos ||
-      line.find("\xe2\x89\xa5") != sv::npos)
-    return;
+  if (!may_be_census(line)) return;
   split_words(line, words);
-  for (const Word& w : words)
-    if (requirement_words().contains_ci(w.text) || (ends_with(w.text, "+") && is_version(w.text.substr(0, w.text.size() - 1))))
-      return;
   for (std::size_t k = 0; k < words.size(); ++k) {
     const sv w = words[k].text;
-    auto version_within = [&](std::size_t span) {
-      for (std::size_t j = k + 1; j < words.size() && j <= k + span; ++j)
-        if (is_version(words[j].text)) return words[j].text;
-      return sv{};
-    };
-    if (starts_like_number(w) || ((w[0] == 'V' || w[0] == 'v') && w.size() > 1 && is_digit(w[1]))) {
+    const bool numeric = starts_like_number(w) || ((w[0] == 'V' || w[0] == 'v') && w.size() > 1 && is_digit(w[1]));
+    if (numeric) {
       if (is_build_string(w)) out.kinds |= kBuild;
       const NumberLiteral n = read_number(w);
-      const sv unit = n.length < w.size() ? w.substr(n.length)
-                                           : (k + 1 < words.size() ? words[k + 1].text : sv{});
+      const sv unit = n.length < w.size() ? w.substr(n.length) : (k + 1 < words.size() ? words[k + 1].text : sv{});
       if (iequals(unit, "mhz") || iequals(unit, "ghz")) out.kinds |= kClock;
       if ((iequals(unit, "w") || iequals(unit, "watts")) && contains_ci(line, "power")) out.kinds |= kPower;
-      continue;
-    }
-    if ((iequals(w, "mhz") || iequals(w, "ghz")) && k + 1 < words.size() && starts_like_number(words[k + 1].text)) {
-      out.kinds |= kClock;  // lscpu: "CPU max MHz: 3707.8120"
-      continue;
-    }
-    if (iequals(w, "driver")) {
-      const sv v = version_within(3);
-      if (!v.empty() && read_number(v).integer == 0 && v.size() >= 6 && is_digit(v[0]) && is_digit(v[1]) &&
-          is_digit(v[2]) && v[3] == '.')
-        out.kinds |= kDriver;
-      continue;
-    }
-    if (software_names().contains_ci(w)) {
-      if (!version_within(2).empty()) out.software.push_back(w);
-      continue;
-    }
-    if (gpu_names().contains_ci(w) || contains_ci(w, "h100") || contains_ci(w, "a100") || contains_ci(w, "h200")) {
-      // with its memory or form factor: "H100 80GB HBM3", "A100-SXM4-80GB"
-      for (std::size_t j = k; j < words.size() && j <= k + 3; ++j) {
-        const sv m = words[j].text;
-        if (contains_ci(m, "hbm") || contains_ci(m, "sxm") || contains_ci(m, "pcie") ||
-            (m.size() >= 3 && is_digit(m[0]) && (ends_with(m, "GB") || ends_with(m, "gb"))))
-          out.kinds |= kGpu;
+      if (is_version(w)) {
+        for (std::size_t j = k >= 3 ? k - 3 : 0; j < k; ++j) {
+          const sv name = words[j].text;
+          if (starts_like_number(name)) continue;
+          if (iequals(name, "driver")) {
+            if (j + 3 >= k && w.size() >= 6 && is_digit(w[0]) && is_digit(w[1]) && is_digit(w[2]) && w[3] == '.')
+              out.kinds |= kDriver;
+          } else if (j + 2 >= k && software_names().contains_ci(name)) {
+            if (std::find(out.software.begin(), out.software.end(), name) == out.software.end())
+              out.software.push_back(name);
+          } else if (j + 2 >= k && (iequals(name, "ubuntu") || iequals(name, "debian") || iequals(name, "centos") ||
+                                    iequals(name, "rhel") || iequals(name, "rocky") || iequals(name, "almalinux") ||
+                                    iequals(name, "fedora"))) {
+            out.kinds |= kOs;
+          }
+        }
       }
-      continue;
+    } else if ((iequals(w, "mhz") || iequals(w, "ghz")) && k + 1 < words.size() && starts_like_number(words[k + 1].text)) {
+      out.kinds |= kClock;  // lscpu: "CPU max MHz: 3707.8120"
+    } else {
+      const char c = lower_ascii(w[0]);
+      if ((c == 'x' || c == 'e' || c == 'r' || c == 't' || c == 'n' || c == 'c') &&
+          (iequals(w, "xeon") || iequals(w, "epyc") || iequals(w, "ryzen") || iequals(w, "threadripper") ||
+           iequals(w, "neoverse") || iequals(w, "core(tm)") || iequals(w, "xeon(r)")))
+        out.kinds |= kCpu;
     }
-    if (iequals(w, "xeon") || iequals(w, "epyc") || iequals(w, "ryzen") || iequals(w, "threadripper") ||
-        iequals(w, "neoverse") || iequals(w, "core(tm)") || iequals(w, "xeon(r)")) {
-      out.kinds |= kCpu;
-      continue;
+    if (is_gpu_memory_word(w)) {
+      for (std::size_t j = k >= 3 ? k - 3 : 0; j <= k; ++j)
+        if (names_gpu(words[j].text)) out.kinds |= kGpu;
     }
-    if (iequals(w, "ubuntu") || iequals(w, "debian") || iequals(w, "centos") || iequals(w, "rhel") ||
-        iequals(w, "rocky") || iequals(w, "almalinux") || iequals(w, "fedora")) {
-      if (!version_within(2).empty()) out.kinds |= kOs;
-    }
+  }
+  if ((out.kinds || !out.software.empty()) && is_requirement(line, words)) {
+    out.kinds = 0;
+    out.software.clear();
   }
 }
 
@@ -662,16 +712,18 @@ std::optional<Finding> find_summary(const TextLines& text, TextKind kind) {
     }
     if (timing_block && is_one_of(s.front(), "}])")) timing_block = false;
     if (opens_timing_block(s)) timing_block = true;
-    if (!may_hold_numbers(s, 1)) {
-      if (s.back() == ':') block_cue = block_cue || line_has_cue(s, words);
+    // In code only comments head a block ("# Timings (H100):"), not "def f(x):".
+    const bool comment = s.data() != text.trimmed[n].data();
+    if (text.digits[n] == 0) {
+      if (s.back() == ':' && (!code || comment)) block_cue = block_cue || line_has_cue(s, words);
       continue;
     }
-    LineFigures f = read_figures(s, code, words);
+    LineFigures f = may_state_figures(s) ? read_figures(s, code, words) : LineFigures{};
     if (block_cue) f.measured += f.plain, f.plain = 0;
-    if (s.back() == ':' && f.measured + f.plain == 0) block_cue = block_cue || line_has_cue(s, words);
+    if (s.back() == ':' && (!code || comment) && f.measured + f.plain == 0) block_cue = block_cue || line_has_cue(s, words);
     // In code, a unit in a string is data ("M8[7000ms]", a timeout's help
     // text): figures without a cue count only in # and // comments.
-    if (code && s.data() == text.trimmed[n].data()) f.plain = 0;
+    if (code && !comment) f.plain = 0;
     if (f.measured > 0 && first_measured == sv::npos) first_measured = n;
     if (f.plain > 0 && first_plain == sv::npos) first_plain = n;
     measured += f.measured;
@@ -755,7 +807,7 @@ std::optional<Finding> find_census(const TextLines& text) {
   std::size_t first = sv::npos;
   for (std::size_t n = 0; n < text.size(); ++n) {
     const sv s = text.stripped[n];
-    if (!may_hold_numbers(s, 2)) continue;
+    if (text.digits[n] < 2) continue;
     read_census(s, words, line);
     for (sv name : line.software) {
       std::string lowered;

@@ -58,11 +58,11 @@ struct AlignedRow {
   bool is_data() const { return numeric >= 3 && (lead >= 3 || numeric * 10 >= cells * 6); }
 };
 
-AlignedRow count_aligned_row(sv t) {
+AlignedRow count_aligned_row(sv t, bool three_numbers_possible) {
   AlignedRow r;
   // Fewer than three numbers cannot make a data row; how many cells there
   // are does not matter then.
-  if (!may_hold_numbers(t, 3)) return r;
+  if (!three_numbers_possible) return r;
   for_each_word(t, [&](sv cell) {
     const bool number = is_numeric_cell(cell);
     if (number) ++r.numeric;
@@ -77,7 +77,7 @@ AlignedRow count_aligned_row(sv t) {
 // results): whitespace-separated rows with at least three number tokens
 // making up most of the row. Rows are grouped by their count of numbers, so
 // a label column or a free-text name ("void at::native::...") does not matter.
-std::optional<Finding> find_aligned_table(const std::vector<sv>& lines, TextKind kind) {
+std::optional<Finding> find_aligned_table(const TextLines& text, const std::vector<sv>& lines, TextKind kind) {
   std::size_t sig_of_run = 0, rows = 0, start = 0;
   bool perf = false;
   sv header;
@@ -95,7 +95,7 @@ std::optional<Finding> find_aligned_table(const std::vector<sv>& lines, TextKind
   for (std::size_t n = 0; n < lines.size(); ++n) {
     const sv t = lines[n];
     if (is_rule_line(t)) continue;
-    const AlignedRow row = count_aligned_row(t);
+    const AlignedRow row = count_aligned_row(t, text.may_hold_numbers(n, 3));
     const bool data = row.is_data();
     if (data && row.numeric == sig_of_run) {
       ++rows;
@@ -278,7 +278,7 @@ std::optional<Finding> find_separated_table(const std::vector<sv>& lines, TextKi
 
 std::optional<Finding> find_table_in(const TextLines& text, TextKind kind) {
   const std::vector<sv>& lines = table_lines(text, kind);
-  if (auto f = find_aligned_table(lines, kind)) return f;
+  if (auto f = find_aligned_table(text, lines, kind)) return f;
   if (kind == TextKind::Prose) {
     if (auto f = find_number_column(lines)) return f;
   }

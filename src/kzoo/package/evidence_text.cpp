@@ -488,8 +488,8 @@ bool has_unit_suffix(sv number) {
 // Two or more numbers of which one carries a unit ("0.12 ms", "900GB/s"):
 // a reading. Tokens are taken one at a time; the answer is known as soon as
 // both are seen.
-bool is_measurement_line(sv s) {
-  if (!may_hold_numbers(s, 2)) return false;
+bool is_measurement_line(sv s, bool two_numbers_possible) {
+  if (!two_numbers_possible) return false;
   std::size_t numbers = 0;
   bool unit = false, unit_may_follow = false;
   std::size_t i = 0;
@@ -589,7 +589,7 @@ bool is_progress_line(sv s) {
 }
 
 // `stripped` is the line without its comment marker.
-bool is_log_line(sv stripped) {
+bool is_log_line(sv stripped, bool two_numbers_possible) {
   sv s = stripped;
   while (!s.empty() && s.front() == '|' && s.size() > 1 && is_space(s[1])) s = trim(s.substr(1));
   if (s.empty()) return false;
@@ -597,7 +597,7 @@ bool is_log_line(sv stripped) {
   // Traceback frames: File "x.py", line 12, in f
   if (starts_with(s, "File \"") && s.find("\", line ") != sv::npos) return true;
   if (is_exception_line(s) || is_pid_banner(s) || is_progress_line(s)) return true;
-  return has_timestamp_prefix(s) || has_level_prefix(s) || is_compiler_diagnostic(s) || is_measurement_line(s);
+  return has_timestamp_prefix(s) || has_level_prefix(s) || is_compiler_diagnostic(s) || is_measurement_line(s, two_numbers_possible);
 }
 
 // One metric of an Nsight Compute section, as ncu prints it and as it is
@@ -659,7 +659,7 @@ std::optional<Finding> find_log(const TextLines& text, TextKind kind) {
     if (!doctest_like && is_strong_marker(s) && strong++ == 0) first_strong = n;
     if (t.empty() || is_rule_line(t)) continue;  // blank and ruler lines neither count nor break a run
     ++counted;
-    if (is_log_line(s)) {
+    if (is_log_line(s, text.may_hold_numbers(n, 2))) {
       ++logged;
       if (!any) first_log = n, any = true;
       if (run == 0) run_start = n;
