@@ -77,7 +77,15 @@ to that root (segments match `^[A-Za-z0-9._-]+$`), and its `.kernel_package/`
 holds `desc.yaml`, `bench_result.yaml`, `build_test_env.py` and
 `benchmark.py`. Everything else is authored source under `src/`: generated
 evidence (tensors, weights, compiled objects, logs, profiles, reports) is
-refused whatever its name or encoding.
+refused whatever its name or encoding, and so are summaries of it written by
+hand: measured figures in prose or comments (`evidence.summary`: "median
+412.3 us", "78% of roofline", "1.53x faster"; shapes paired with results;
+timing literals such as `"median_us": 412.3`), per-shape results of a tuning
+run (`evidence.tuning`), census records of the machine (`evidence.census`:
+driver, library builds, GPU model, clocks), and pasted floats that no comment
+explains. Autotune candidate lists, algorithm notes, requirements, bounds from
+a datasheet and constants whose provenance a comment states are source. Each
+refusal names the file, the line, the rule and the fix.
 )";
 
 // Table cells: '|' would end the cell, a newline the row, and outside code
