@@ -524,14 +524,15 @@ bool contains_ci(sv hay, sv needle) {
 // A build string nobody types by hand: "2.3.0+cu121", "+rocm6.0",
 // "V12.4.131", "cuda_12.4.r12.4", "5.15.0-91-generic".
 bool is_build_string(sv w) {
-  if (contains_ci(w, "+cu") || contains_ci(w, "+rocm") || contains_ci(w, "+git")) return is_version(w);
+  if (w.find('+') != sv::npos && (contains_ci(w, "+cu") || contains_ci(w, "+rocm") || contains_ci(w, "+git")))
+    return is_version(w);
   if ((w[0] == 'V') && is_version(w)) {
     std::size_t dots = std::count(w.begin(), w.end(), '.');
     return dots >= 2;
   }
   if (starts_with(w, "cuda_") && contains_ci(w, ".r")) return true;
   // Linux kernel releases
-  if (is_version(w) && (ends_with(w, "-generic") || ends_with(w, "-aws") || ends_with(w, "-azure") ||
+  if (w.find('-') != sv::npos && is_version(w) && (ends_with(w, "-generic") || ends_with(w, "-aws") || ends_with(w, "-azure") ||
                         ends_with(w, "-gcp") || contains_ci(w, ".el") || contains_ci(w, "-amd64")))
     return true;
   return false;
@@ -553,8 +554,15 @@ struct CensusLine {
 // "12.4"), a clock ("Hz"), a memory size after a digit ("80GB"). One pass,
 // no words: most lines of code stop here.
 bool may_be_census(sv line) {
+  // The bytes a fact can end on; every other byte is passed over by table.
+  static constexpr std::array<bool, 256> kEnds = [] {
+    std::array<bool, 256> t{};
+    for (unsigned char c : sv(".zZBbPeTvy")) t[c] = true;
+    return t;
+  }();
   for (std::size_t i = 1; i < line.size(); ++i) {
     const char c = line[i];
+    if (!kEnds[static_cast<unsigned char>(c)]) continue;
     const char before = line[i - 1];
     if (c == '.' && is_digit(before) && i + 1 < line.size() && is_digit(line[i + 1])) return true;
     if ((c == 'z' || c == 'Z') && (before == 'H' || before == 'h')) return true;
@@ -582,8 +590,13 @@ bool is_requirement(sv line, const std::vector<Word>& words) {
 
 // A GPU with its memory or form factor: "H100 80GB HBM3", "A100-SXM4-80GB".
 bool is_gpu_memory_word(sv m) {
-  return contains_ci(m, "hbm") || contains_ci(m, "sxm") || contains_ci(m, "pcie") ||
-         (m.size() >= 3 && is_digit(m[0]) && (ends_with(m, "GB") || ends_with(m, "gb")));
+  if (m.size() < 3) return false;
+  if (is_digit(m[0]) && (ends_with(m, "GB") || ends_with(m, "gb"))) return true;
+  const char c = lower_ascii(m[0]);
+  // "HBM3e", "SXM5", "PCIe" alone, or inside "A100-SXM4-80GB"
+  if (c == 'h' || c == 's' || c == 'p') return contains_ci(m.substr(0, 4), "hbm") || contains_ci(m.substr(0, 4), "sxm") || contains_ci(m.substr(0, 4), "pcie");
+  if (m.find('-') == sv::npos) return false;
+  return contains_ci(m, "-sxm") || contains_ci(m, "-pcie") || contains_ci(m, "gb");
 }
 
 bool names_gpu(sv w) {
