@@ -165,6 +165,12 @@ hostile base64_in_py evidence.encoded-blob "$PY"' -c "
 import base64, random; r = random.Random(1)
 open(\"src/blob.py\", \"w\").write(\"W = \\\"\" + base64.b64encode(bytes(r.randrange(256) for _ in range(6000))).decode() + \"\\\"\\n\")"'
 hostile json_trace evidence.metadata 'echo "{\"traceEvents\": []}" > src/trace.json'
+# Summarised evidence (issue 13): prose figures, a dict of per-shape timings, pasted floats.
+hostile notes_summary evidence.summary 'printf "# Notes\n\nThe kernel ran at a median 412.3 us (p90 418.9 us): 2.61 TB/s, 78%% of roofline.\n" > src/NOTES.md'
+hostile timings_dict evidence.summary 'printf "R = {\n    (4096, 4096): {\"median_us\": 102.9, \"gbps\": 2608.4},\n    (8192, 8192): {\"median_us\": 412.3, \"gbps\": 2604.9},\n}\n" > src/results.py'
+hostile pasted_floats evidence.encoded-blob "$PY"' -c "
+import random; r = random.Random(3)
+open(\"src/samples.py\", \"w\").write(\"S = [\\n\" + \"\".join(\"    \" + \", \".join(\"%.4f\" % r.uniform(0.3, 0.6) for _ in range(8)) + \",\\n\" for _ in range(60)) + \"]\\n\")"'
 hostile missing_desc package.missing-file 'rm .kernel_package/desc.yaml'
 hostile no_source package.no-source 'rm -r src'
 hostile bad_yaml yaml.syntax 'printf "name: [unclosed\n" > .kernel_package/desc.yaml'

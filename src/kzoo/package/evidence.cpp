@@ -400,7 +400,7 @@ Violations scan_file_for_evidence(const PackageFile& file, const std::string& di
         "authored source is smaller than that: split it, or remove it if it is data");
   }
   if (auto magic = sniff_magic(content)) {
-    add("evidence.magic", "", "starts with the magic number of " + *magic + ", whatever its name says", kFixData);
+    add("evidence.magic", "line 1", "starts with the magic number of " + *magic + ", whatever its name says", kFixData);
   }
   if (auto bad = first_non_text(content)) {
     add("evidence.binary", "line " + std::to_string(bad->line),

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -224,6 +225,26 @@ TEST(EvidenceSummary, ACensusOfTheMachineButNotARequirement) {
   const char* requirement = "Requires CUDA 12.4 or newer, PyTorch 2.3 or later and an sm_90 GPU (H100 or H200).\n"
                             "Install with pip install torch==2.3.0 triton==2.3.0.\n";
   EXPECT_TRUE(scan("src/README.md", requirement).empty()) << rules(scan("src/README.md", requirement));
+}
+
+// Refusals by content point at a line, whichever detector made them (by
+// name, a file has no line to point at).
+TEST(EvidenceSummary, EveryRefusalByContentNamesALine) {
+  const std::pair<const char*, std::string> cases[] = {
+      {"src/events.py", "\n{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1, \"dur\": 2}]}\n"},
+      {"src/env", "# captured\nSHELL=/bin/bash\nPWD=/work\nHOME=/root\nSHLVL=1\n"},
+      {"src/k.cu", "// from nvcc\n.version 8.3\n.target sm_90a\n.address_size 64\n"},
+      {"src/w.py", std::string("\x93NUMPY\x01\x00", 8) + "{'descr': '<f4'}"},
+      {"src/notes.txt", "a: 1\nb: 2\nc: 3\nd: 4\ne: 5\nf: 6\ng: 7\nh: 8\n"},
+  };
+  for (const auto& [path, content] : cases) {
+    const Violations vs = scan(path, content);
+    ASSERT_FALSE(vs.empty()) << path;
+    for (const auto& v : vs) EXPECT_EQ(v.pointer.rfind("line ", 0), 0u) << to_string(v);
+  }
+  EXPECT_EQ(scan("src/events.py", cases[0].second).front().pointer, "line 2");
+  EXPECT_EQ(scan("src/env", cases[1].second).front().pointer, "line 2");
+  EXPECT_EQ(scan("src/k.cu", cases[2].second).front().pointer, "line 2");
 }
 
 }  // namespace
