@@ -96,7 +96,7 @@ const WordSet& measured_cues() {
       "achieved", "achieves",  "achieve",  "achieving", "reach",    "reached",  "reaches",  "reaching", "hits",    "sustained",
       "sustains", "observed",  "observe",  "clocked",   "profiled", "benchmarked", "ran",   "took",     "got",
       "timed",    "recorded",  "speedup",  "speed-up",  "speedups", "faster",   "slower",  "vs",       "versus",
-      "baseline", "eager",     "cublas",   "cudnn",     "compared", "fastest",  "slowest", "best",     "worst",
+      "baseline", "eager",     "cublas",   "cudnn",     "torch",    "pytorch",  "ours",     "compared", "fastest",  "slowest", "best",     "worst",
       "iterations", "iters",   "reps",     "trials",    "runs",     "run",      "\xc2\xb1", "+/-",    "+-",
       "wall-clock", "walltime", "elapsed"};
   return s;
@@ -181,6 +181,7 @@ struct LineFigures {
   std::size_t measured = 0;  // figures the line says were measured
   std::size_t plain = 0;     // figures without a cue either way
   bool shape_result = false; // a shape and a result on one line
+  std::size_t size_results = 0;  // "4096 -> 102.9, 8192 -> 412.3": sizes each followed by a reading
 };
 
 // What one line says in figures. `code`: the line is from a source file
@@ -245,7 +246,19 @@ LineFigures read_figures(sv line, bool code, std::vector<Word>& words) {
       const bool adjacent = last_size_word + 1 == k || (last_size_word + 2 == k && dim_names().contains_ci(words[k - 1].text));
       if (size && last_size != 0 && (n.integer >= 64 || last_size >= 64) && adjacent) ++sizes;
       if (size) last_size = n.integer, last_size_word = k;
-      if (looks_measured(n) && n.is_float) ++readings;
+      if (looks_measured(n) && n.is_float) {
+        ++readings;
+        // A size just before it, joined by ':', '=' or "->" ("8192 -> 412.3", "8192: 412.3"),
+        // not by a comma (a tuple of fields).
+        if (last_size >= 64 && last_size_word + 2 >= k && last_size_word < k) {
+          const Word& prev = words[last_size_word];
+          const std::size_t from = prev.at + prev.text.size();
+          const sv between = line.substr(from, words[k].at - from);
+          if (between.find(',') == sv::npos &&
+              (between.find(':') != sv::npos || between.find('=') != sv::npos || between.find("->") != sv::npos))
+            ++out.size_results;
+        }
+      }
       if (is_irregular_float(n)) ++readings3;
     }
     if (next_is_unit) ++k;
@@ -741,7 +754,11 @@ std::optional<Finding> find_summary(const TextLines& text, TextKind kind) {
     if (f.plain > 0 && first_plain == sv::npos) first_plain = n;
     measured += f.measured;
     plain += f.plain;
-    if ((f.shape_result || is_shape_keyed_reading(s)) && shape_lines++ == 0) first_shape = n;
+    // A line listing several sizes with their readings counts once per pair.
+    const std::size_t results = std::max<std::size_t>(f.shape_result || is_shape_keyed_reading(s) ? 1 : 0,
+                                                      f.size_results >= 2 ? f.size_results : 0);
+    if (results > 0 && shape_lines == 0) first_shape = n;
+    shape_lines += results;
     std::size_t k = count_timing_literals(s);
     // In a block named for a measurement, "key: 0.1783" entries are readings.
     if (k == 0 && timing_block) {
@@ -758,7 +775,7 @@ std::optional<Finding> find_summary(const TextLines& text, TextKind kind) {
     }
   }
   auto quote = [&](std::size_t n) { return std::string(trim(lines[n]).substr(0, 70)); };
-  if (measured >= 2 || (measured >= 1 && measured + plain >= 4)) {
+  if (measured >= 2 || (measured >= 1 && measured + plain >= 3)) {
     return Finding{"evidence.summary", line_ptr(first_measured),
                    "states " + std::to_string(measured) + " measured figure" + (measured == 1 ? "" : "s") +
                        (plain ? " and " + std::to_string(plain) + " more figures" : std::string()) +
