@@ -58,12 +58,13 @@ std::optional<Finding> find_metadata_document(const TextLines& text, TextKind ki
 // holding timings ("median_us": 412.3).
 std::optional<Finding> find_summary(const TextLines& text, TextKind kind);
 
-// Per-shape results of a tuning run: a mapping from exact shapes to block
-// sizes, warps and stages (an autotune config list is not one).
+// Per-shape results of a tuning run (evidence_tuning.cpp): a mapping from
+// exact shapes to block sizes, warps and stages (an autotune config list is
+// not one).
 std::optional<Finding> find_tuning_results(const TextLines& text);
 
-// Hardware/software census records: driver version, exact library builds,
-// GPU model and memory, clocks, CPU model, OS release.
+// Hardware/software census records (evidence_census.cpp): driver version,
+// exact library builds, GPU model and memory, clocks, CPU model, OS release.
 std::optional<Finding> find_census(const TextLines& text);
 
 }  // namespace kzoo::package::evidence_detail
