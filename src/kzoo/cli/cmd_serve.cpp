@@ -111,6 +111,7 @@ const bool serve_registered = kzoo::cli::register_command(
         // The one line scripts and tests read to learn the port.
         std::cout << "kzoo serve: listening on http://" << cfg->listen_host << ":" << *port << " (data "
                   << (*svc)->data_dir() << ")" << std::endl;
+        std::cerr << "kzoo serve: " << (*svc)->limits_note() << "\n";
         Service* s = svc->get();
         auto signalled = std::make_shared<std::atomic<bool>>(false);
         std::thread waiter([s, set, signalled] {

@@ -44,6 +44,10 @@ void for_each_int(ServerConfig& c, F&& f) {
   narrow("write_timeout_s", "KZOO_WRITE_TIMEOUT_S", c.write_timeout_s);
   narrow("upload_deadline_s", "KZOO_UPLOAD_DEADLINE_S", c.upload_deadline_s);
   narrow("max_attempts", "KZOO_MAX_ATTEMPTS", c.max_attempts);
+  narrow("header_timeout_s", "KZOO_HEADER_TIMEOUT_S", c.header_timeout_s);
+  narrow("keep_alive_timeout_s", "KZOO_KEEP_ALIVE_TIMEOUT_S", c.keep_alive_timeout_s);
+  narrow("max_connections", "KZOO_MAX_CONNECTIONS", c.max_connections);
+  narrow("max_connections_per_client", "KZOO_MAX_CONNECTIONS_PER_CLIENT", c.max_connections_per_client);
 }
 
 }  // namespace
@@ -120,7 +124,8 @@ Result<void> apply_config_file(const std::string& text, const std::string& file,
   for (auto& [k, u] : used)
     if (!u)
       return fail(fmt::format("{}: unknown key \"{}\": the keys are data_dir, listen, catalog, max_upload_bytes, "
-                              "threads, queue_max, read_timeout_s, write_timeout_s, upload_deadline_s, max_attempts",
+                              "threads, queue_max, read_timeout_s, write_timeout_s, upload_deadline_s, max_attempts, "
+                              "header_timeout_s, keep_alive_timeout_s, max_connections, max_connections_per_client",
                               file, k));
   return ok();
 }
@@ -155,7 +160,11 @@ Result<void> check_config(const ServerConfig& c) {
                  range("read_timeout_s", c.read_timeout_s, 1, 3600),
                  range("write_timeout_s", c.write_timeout_s, 1, 3600),
                  range("upload_deadline_s", c.upload_deadline_s, 1, 3600),
-                 range("max_attempts", c.max_attempts, 1, 100)})
+                 range("max_attempts", c.max_attempts, 1, 100),
+                 range("header_timeout_s", c.header_timeout_s, 1, 3600),
+                 range("keep_alive_timeout_s", c.keep_alive_timeout_s, 1, 3600),
+                 range("max_connections", c.max_connections, 1, 1000000),
+                 range("max_connections_per_client", c.max_connections_per_client, 1, 1000000)})
     if (!r) return r;
   if (c.data_dir.empty()) return fail("data_dir is empty: give --data DIR or KZOO_DATA");
   return ok();

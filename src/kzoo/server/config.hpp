@@ -19,6 +19,10 @@
 // | write_timeout_s     | KZOO_WRITE_TIMEOUT_S    | 10 (per socket write)      |
 // | upload_deadline_s   | KZOO_UPLOAD_DEADLINE_S  | 120 (whole upload body)    |
 // | max_attempts        | KZOO_MAX_ATTEMPTS       | 3 (claims of a job before it fails) |
+// | header_timeout_s    | KZOO_HEADER_TIMEOUT_S   | 10 (a request head, whole: front_door.hpp) |
+// | keep_alive_timeout_s | KZOO_KEEP_ALIVE_TIMEOUT_S | 5 (idle between requests) |
+// | max_connections     | KZOO_MAX_CONNECTIONS    | 4096 (open at once, in total) |
+// | max_connections_per_client | KZOO_MAX_CONNECTIONS_PER_CLIENT | 64 (per IPv4 address / IPv6 /64) |
 #pragma once
 
 #include <cstdint>
@@ -44,6 +48,10 @@ struct ServerConfig {
   int write_timeout_s = 10;
   int upload_deadline_s = 120;
   int max_attempts = 3;
+  int header_timeout_s = 10;
+  int keep_alive_timeout_s = 5;
+  int max_connections = 4096;
+  int max_connections_per_client = 64;
 };
 
 // Reads an environment variable; tests inject a map.
@@ -61,7 +69,8 @@ Result<void> apply_config_file(const std::string& text, const std::string& file,
 // Applies the KZOO_* variables onto `cfg`; a malformed value is an error naming it.
 Result<void> apply_env(const EnvLookup& env, ServerConfig& cfg);
 
-// Checks ranges (threads 1-256, queue_max 1-65536, timeouts 1-3600 s, upload cap 1 KiB-1 GiB).
+// Checks ranges (threads 1-256, queue_max 1-65536, timeouts 1-3600 s, upload cap 1 KiB-1 GiB,
+// connection caps 1-1000000).
 Result<void> check_config(const ServerConfig& cfg);
 
 // The file form, as `kzoo init` writes it: every key but data_dir (the file

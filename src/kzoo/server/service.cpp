@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "kzoo/server/api.hpp"
-#include "kzoo/server/bounded_queue.hpp"
+#include "kzoo/server/front_door.hpp"
 #include "kzoo/server/upload_file.hpp"
 #include "kzoo/store/sqlite_state_db.hpp"
 #include "kzoo/util/embedded.hpp"
@@ -176,10 +176,17 @@ void DbPool::put(std::unique_ptr<store::StateDb> db) {
   free_.push_back(std::move(db));
 }
 
+// httplib's router, driven one request at a time by the front door
+// (front_door.hpp) instead of by httplib's own accept loop and threads.
+struct Router : httplib::Server {
+  using httplib::Server::process_request;
+};
+
 struct Service::Impl {
   std::unique_ptr<Api> api;
   std::optional<ServeLock> lock;
-  httplib::Server http;
+  Router http;
+  std::unique_ptr<FrontDoor> door;
 };
 
 Service::Service(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -213,14 +220,22 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   Api* api = impl->api.get();
   auto& http = impl->http;
   const ServerConfig c = cfg;
-  http.new_task_queue = [c] { return new BoundedTaskQueue(c.threads, c.queue_max); };
-  http.set_read_timeout(c.read_timeout_s, 0);
-  http.set_write_timeout(c.write_timeout_s, 0);
-  // httplib writes the head and the body separately: without TCP_NODELAY a
-  // keep-alive client waits out the peer's delayed ACK (~40 ms) per request.
-  http.set_tcp_nodelay(true);
-  http.set_keep_alive_timeout(5);
-  http.set_keep_alive_max_count(100);
+  FrontDoorLimits limits;
+  limits.threads = c.threads;
+  limits.queue_max = c.queue_max;
+  limits.header_timeout_s = c.header_timeout_s;
+  limits.keep_alive_timeout_s = c.keep_alive_timeout_s;
+  limits.read_timeout_s = c.read_timeout_s;
+  limits.write_timeout_s = c.write_timeout_s;
+  limits.max_connections = c.max_connections;
+  limits.max_connections_per_client = c.max_connections_per_client;
+  // What the responses' Keep-Alive header advertises; the front door enforces it.
+  http.set_keep_alive_timeout(c.keep_alive_timeout_s);
+  http.set_keep_alive_max_count(static_cast<std::size_t>(limits.keep_alive_max_requests));
+  Router* router = &http;
+  impl->door = std::make_unique<FrontDoor>(limits, [router](httplib::Stream& strm, bool last, bool& close) {
+    return router->process_request(strm, last, close, nullptr);
+  });
   http.set_payload_max_length(c.max_upload_bytes + kMultipartOverhead);
   http.set_pre_routing_handler([c](const httplib::Request& req, httplib::Response& res) {
     if (refuse_before_body(c, req, res) == 0) return httplib::Server::HandlerResponse::Unhandled;
@@ -290,18 +305,18 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
 
 Result<int> Service::bind() {
   auto& c = impl_->api->cfg;
-  if (c.listen_port == 0) {
-    int port = impl_->http.bind_to_any_port(c.listen_host);
-    if (port <= 0) return fail(fmt::format("cannot listen on {}: no free port", c.listen_host));
-    return port;
-  }
-  if (!impl_->http.bind_to_port(c.listen_host, c.listen_port))
-    return fail(fmt::format("cannot listen on {}:{}: the address is in use or not local", c.listen_host,
-                            c.listen_port));
-  return c.listen_port;
+  return impl_->door->bind(c.listen_host, c.listen_port);
 }
 
-bool Service::run() { return impl_->http.listen_after_bind(); }
-void Service::stop() { impl_->http.stop(); }
+std::string Service::limits_note() const {
+  const auto& l = impl_->door->limits();
+  return fmt::format("at most {} connections ({} per client address; file-descriptor limit {}), request heads "
+                     "within {} s, kept-alive connections idle up to {} s, {} worker threads",
+                     l.max_connections, l.max_connections_per_client, impl_->door->fd_limit(), l.header_timeout_s,
+                     l.keep_alive_timeout_s, l.threads);
+}
+
+bool Service::run() { return impl_->door->run(); }
+void Service::stop() { impl_->door->stop(); }
 
 }  // namespace kzoo::server

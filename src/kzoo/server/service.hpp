@@ -15,8 +15,10 @@
 // anything is read; Transfer-Encoding (411) and Content-Encoding (415) are
 // refused before the body is read, since cpp-httplib 0.11 checks its payload
 // cap against Content-Length only; uploads stream to a file (never held in
-// memory); a whole upload has a deadline besides the per-read timeout; the
-// connection queue is bounded (bounded_queue.hpp).
+// memory); a whole upload has a deadline besides the per-read timeout.
+// Connections are held by an event-driven front door (front_door.hpp) until
+// their request head is complete, within a deadline, so slow or idle clients
+// hold no thread; connections are capped in total and per client address.
 //
 // Submissions: a request whose fields are wrong (400) or whose kernel does
 // not exist (422 unknown_kernel) records nothing. A package that breaks a
@@ -61,6 +63,9 @@ class Service {
   bool run();
   // Stops accepting, lets requests in flight finish. Any thread.
   void stop();
+  // One line for the operator: the connection caps and timeouts in force
+  // (after bind(): the total cap may be lowered to fit the fd limit).
+  std::string limits_note() const;
 
   const std::string& data_dir() const;
 
