@@ -14,6 +14,7 @@ PKGS=(
   libcpp-httplib-dev libexpected-dev libssl-dev zlib1g-dev libseccomp-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  wrk  # normal traffic beside slow clients (scripts/bench_front_door.sh)
   # the judge (CPU PyTorch for machines without a GPU) and the sandbox
   python3 python3-torch python3-yaml python3-numpy bubblewrap
 )

@@ -253,7 +253,8 @@ struct FrontDoor::Impl {
     std::size_t scanned = 0;   // head bytes already searched for its end
     std::size_t head_len = 0;  // set when the head is complete
     int served = 0;
-    bool keep = false;  // set by the worker: the connection may carry another request
+    bool has_body = false;  // the request announced a body (set with head_len)
+    bool keep = false;      // set by the worker: the connection may carry another request
   };
 
   FrontDoorLimits lim;
@@ -276,6 +277,8 @@ struct FrontDoor::Impl {
   std::deque<Conn*> ready;     // complete heads waiting for a worker
   std::deque<Conn*> returned;  // served, back to the loop
   bool workers_stop = false;
+  int body_busy = 0;           // workers serving a request with a body
+  int body_cap = 1;            // at most this many at once (the rest are kept for requests without one)
   std::vector<std::thread> workers;
 
   mutable std::mutex stats_mu;
@@ -402,6 +405,8 @@ struct FrontDoor::Impl {
     std::size_t end = seen.find("\n\r\n", from);
     if (end != std::string_view::npos && end + 3 <= lim.max_header_bytes) {
       c->head_len = end + 3;
+      long long body = body_length(seen.substr(0, c->head_len));
+      c->has_body = body != -1 && body != 0;
       return dispatch(c);
     }
     if (seen.size() > lim.max_header_bytes || end != std::string_view::npos) {
@@ -490,18 +495,33 @@ struct FrontDoor::Impl {
       Conn* c = nullptr;
       {
         std::unique_lock lock(mu);
-        work_cv.wait(lock, [&] { return !ready.empty() || workers_stop; });
-        if (ready.empty()) return;
-        c = ready.front();
-        ready.pop_front();
+        work_cv.wait(lock, [&] { return (c = pick()) != nullptr || (workers_stop && ready.empty()); });
+        if (!c) return;
       }
       serve(c);
       {
         std::lock_guard lock(mu);
         returned.push_back(c);
+        if (c->has_body) --body_busy;
       }
+      // A request with a body may have waited for the slot just freed.
+      if (c->has_body) work_cv.notify_all();
       wake();
     }
+  }
+
+  // The oldest waiting request a worker may take (under mu): one with a body
+  // only while fewer than body_cap are being served, so slow uploads (120 s
+  // each at most) cannot take every thread from the requests without one.
+  Conn* pick() {
+    for (auto it = ready.begin(); it != ready.end(); ++it) {
+      Conn* c = *it;
+      if (c->has_body && body_busy >= body_cap) continue;
+      if (c->has_body) ++body_busy;
+      ready.erase(it);
+      return c;
+    }
+    return nullptr;
   }
 
   // One request: the head (known complete) is read whole, then httplib parses
@@ -559,6 +579,10 @@ FrontDoor::FrontDoor(FrontDoorLimits limits, RequestHandler handler) : impl_(std
   m.too_large_431 = canned(431, "Request Header Fields Too Large", "header_too_large",
                            fmt::format("the request head is over {} bytes", limits.max_header_bytes));
   m.peek_buf.resize(limits.max_header_bytes + 1);
+  // A quarter of the threads (at least one, given two) serve only requests
+  // without a body.
+  int reserved = limits.threads >= 2 ? std::max(1, limits.threads / 4) : 0;
+  m.body_cap = std::max(1, limits.threads - reserved);
 }
 
 // run() must have returned (or never run) by now.

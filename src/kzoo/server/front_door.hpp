@@ -17,7 +17,10 @@
 //   address, IPv6 /64); one over a cap gets a fixed 503 written without
 //   blocking and is closed at once: no thread, no timer, no memory kept.
 // - Complete requests wait for a worker in a queue of at most queue_max;
-//   beyond it the request gets 503 (Retry-After: 1) at once.
+//   beyond it the request gets 503 (Retry-After: 1) at once. A quarter of
+//   the threads (at least one of two or more) serve only requests without a
+//   body, so slow uploads, which hold a thread up to their own deadline,
+//   cannot starve reads.
 //
 // How the head is watched without being consumed: the loop peeks at the
 // socket (MSG_PEEK, edge-triggered epoll), so httplib later parses the same

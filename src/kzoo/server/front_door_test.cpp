@@ -322,5 +322,59 @@ TEST(FrontDoor, CompleteRequestsPastTheQueueGet503AtOnce) {
   t.join();
 }
 
+// Slow uploads hold a thread up to their deadline; they may not take them all.
+TEST(FrontDoor, RequestsWithABodyLeaveAThreadForRequestsWithout) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  int uploads_in = 0;
+  FrontDoorLimits lim;
+  lim.threads = 4;  // one of them kept for requests without a body
+  FrontDoor door(lim, [&](httplib::Stream& strm, bool, bool&) {
+    std::string head;
+    char ch;
+    while (head.find("\r\n\r\n") == std::string::npos) {
+      if (strm.read(&ch, 1) <= 0) return false;
+      head += ch;
+    }
+    if (head.rfind("POST", 0) == 0) {
+      std::unique_lock lock(mu);
+      ++uploads_in;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+      char body[4];
+      if (strm.read(body, 4) != 4) return false;
+    }
+    std::string res = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    return strm.write(res.data(), res.size()) == static_cast<ssize_t>(res.size());
+  });
+  auto port = door.bind("127.0.0.1", 0);
+  ASSERT_TRUE(port) << port.error().message;
+  std::thread t([&] { door.run(); });
+  std::vector<std::unique_ptr<Conn>> uploads;
+  for (int i = 0; i < 5; ++i) {
+    uploads.push_back(std::make_unique<Conn>(*port));
+    uploads.back()->send("POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\n");
+  }
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return uploads_in == 3; }));
+  }
+  // Three uploads hold three threads; two wait; a read is still answered.
+  Conn reader(*port);
+  reader.send(get("/"));
+  EXPECT_EQ(status(reader.read(1, 5000)), 200);
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(uploads_in, 3);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& u : uploads) u->send("data");
+  for (auto& u : uploads) EXPECT_EQ(status(u->read(1, 5000)), 200);
+  door.stop();
+  t.join();
+}
+
 }  // namespace
 }  // namespace kzoo::server

@@ -80,6 +80,10 @@ class SlowLoad {
   }
   void stop() {
     stop_.store(true);
+    stop_when_done();
+  }
+  // Waits until the time is up.
+  void stop_when_done() {
     if (thread_.joinable()) thread_.join();
   }
   // Connections open now (sampled by the driving thread each round).
