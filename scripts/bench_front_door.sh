@@ -15,7 +15,7 @@ N=${2:-1000}
 SECS=${3:-10}
 READ_PATH=${4:-/api/kernels}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-KZOO=$BUILD/kzoo
+KZOO=${KZOO:-$BUILD/kzoo}  # KZOO=other/kzoo measures another build
 SLOW=$BUILD/tests/kzoo_slow_clients
 WRK_THREADS=${WRK_THREADS:-2}
 WRK_CONNS=${WRK_CONNS:-16}
