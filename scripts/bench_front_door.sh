@@ -66,8 +66,15 @@ run_phase() {  # label
 
 run_phase "0 slow clients"
 
+# Trickling clients send one header byte each per second; idle ones send one
+# request, then sit on the connection until the server closes it
+# (keep_alive_timeout_s), and are visited every 5 s, so their requests come
+# spread out, as a crowd of idle clients' would, not in one burst.
 for mode in trickle idle; do
+  interval=1000
+  [ "$mode" = idle ] && interval=5000
   "$SLOW" --port "$PORT" --count "$N" --mode "$mode" --seconds $((2 * SECS + 8)) --per-source 50 \
+    --interval-ms "$interval" \
     >"$TMP/slow-$mode.json" 2>"$TMP/slow-$mode.err" &
   SLOW_PID=$!
   sleep 4  # all connected, trickling for a while
@@ -77,6 +84,7 @@ for mode in trickle idle; do
   cat "$TMP/slow-$mode.json" >&2
 done
 
+curl -s "$URL/metrics" | grep '^kzoo_connections' >&2 || true
 echo
 echo "front door, $(date -u +%Y-%m-%d), wrk -t$WRK_THREADS -c$WRK_CONNS -d${SECS}s, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '| %-28s | %-14s | %9s | %9s | %9s | %9s | %s |\n' "slow clients" path p50 p99 max "req/s" "non-2xx+errors"

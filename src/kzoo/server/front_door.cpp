@@ -423,22 +423,28 @@ struct FrontDoor::Impl {
   }
 
   void dispatch(Conn* c) {
-    std::unique_lock lock(mu);
-    if (static_cast<int>(ready.size()) >= lim.queue_max) {
-      lock.unlock();
+    bool full;
+    {
+      std::lock_guard lock(mu);
+      full = static_cast<int>(ready.size()) >= lim.queue_max;  // only workers change it meanwhile: shorter
+    }
+    if (full) {
       count([](FrontDoorStats& s) { ++s.refused_busy; });
       return close_conn(c, &refuse_busy);
     }
     disarm_timer(c);
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, nullptr);
     c->state = State::working;
-    ready.push_back(c);
-    lock.unlock();
-    work_cv.notify_one();
+    // Counted before a worker can see it, so the stats it renders include it.
     count([](FrontDoorStats& s) {
       --s.waiting;
       ++s.requests;
     });
+    {
+      std::lock_guard lock(mu);
+      ready.push_back(c);
+    }
+    work_cv.notify_one();
   }
 
   void take_back() {
@@ -594,6 +600,29 @@ std::uint64_t FrontDoor::fd_limit() const { return impl_->fd_soft; }
 FrontDoorStats FrontDoor::stats() const {
   std::lock_guard lock(impl_->stats_mu);
   return impl_->st;
+}
+
+std::string FrontDoor::render_metrics() const {
+  FrontDoorStats s = stats();
+  std::string o;
+  o += "# HELP kzoo_connections Open connections: waiting for a request head (or kept alive), or being served.\n";
+  o += "# TYPE kzoo_connections gauge\n";
+  o += fmt::format("kzoo_connections{{state=\"waiting\"}} {}\n", s.waiting);
+  o += fmt::format("kzoo_connections{{state=\"serving\"}} {}\n", s.open - s.waiting);
+  o += "# HELP kzoo_connections_accepted_total Connections accepted under the caps.\n";
+  o += "# TYPE kzoo_connections_accepted_total counter\n";
+  o += fmt::format("kzoo_connections_accepted_total {}\n", s.accepted);
+  o += "# HELP kzoo_connections_refused_total Connections or requests refused with 503, by the cap reached.\n";
+  o += "# TYPE kzoo_connections_refused_total counter\n";
+  o += fmt::format("kzoo_connections_refused_total{{reason=\"total\"}} {}\n", s.refused_total_cap);
+  o += fmt::format("kzoo_connections_refused_total{{reason=\"per_client\"}} {}\n", s.refused_client_cap);
+  o += fmt::format("kzoo_connections_refused_total{{reason=\"busy\"}} {}\n", s.refused_busy);
+  o += "# HELP kzoo_connections_closed_total Connections the server closed on a deadline or a size cap.\n";
+  o += "# TYPE kzoo_connections_closed_total counter\n";
+  o += fmt::format("kzoo_connections_closed_total{{reason=\"header_timeout\"}} {}\n", s.header_timeouts);
+  o += fmt::format("kzoo_connections_closed_total{{reason=\"header_too_large\"}} {}\n", s.headers_too_large);
+  o += fmt::format("kzoo_connections_closed_total{{reason=\"keep_alive_idle\"}} {}\n", s.idle_closed);
+  return o;
 }
 
 Result<int> FrontDoor::bind(const std::string& host, int port) {

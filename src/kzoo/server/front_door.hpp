@@ -97,6 +97,10 @@ class FrontDoor {
   // The process's soft RLIMIT_NOFILE after bind().
   std::uint64_t fd_limit() const;
   FrontDoorStats stats() const;
+  // The stats in the Prometheus text format, appended to GET /metrics:
+  // kzoo_connections{state}, kzoo_connections_accepted_total,
+  // kzoo_connections_refused_total{reason}, kzoo_connections_closed_total{reason}.
+  std::string render_metrics() const;
 
  private:
   struct Impl;

@@ -191,6 +191,11 @@ TEST(FrontDoor, AHeadNotCompleteWithinTheDeadlineGets408AndIsClosed) {
   EXPECT_GE(waited, 900);
   EXPECT_LT(waited, 4000);
   EXPECT_TRUE(c.closed_by_server(2000));
+  Conn m(svc.port());
+  m.send(get("/metrics"));
+  r = m.read();
+  EXPECT_NE(r.find("kzoo_connections_closed_total{reason=\"header_timeout\"} 1\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("kzoo_connections{state=\"serving\"} 1\n"), std::string::npos) << r;  // this request
 }
 
 TEST(FrontDoor, AKeptAliveConnectionIdlePastItsTimeoutIsClosed) {

@@ -286,7 +286,11 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   get("/api/kernels", &Api::get_kernels);
   get("/api/kernels/{kernel_id}", &Api::get_kernel);
   get("/api/jobs/{id}/log", &Api::get_job_log);
-  get("/metrics", &Api::get_metrics);
+  FrontDoor* door = impl->door.get();
+  http.Get("/metrics", [api, door](const httplib::Request& req, httplib::Response& res) {
+    api->get_metrics(req, res);
+    res.body += door->render_metrics();  // the listener's own counters
+  });
   http.Get("/healthz", [api](const httplib::Request&, httplib::Response& res) {
     auto head = api->repo.head();
     auto db = api->db.get();
