@@ -14,7 +14,7 @@
 // | catalog             | KZOO_CATALOG            | <source tree>/catalog/kernel_data |
 // | max_upload_bytes    | KZOO_MAX_UPLOAD_BYTES   | 16777216 (16 MiB)          |
 // | threads             | KZOO_THREADS            | 8                          |
-// | queue_max           | KZOO_QUEUE_MAX          | 64 (connections waiting for a thread) |
+// | queue_max           | KZOO_QUEUE_MAX          | 64 (complete requests queued for the threads; more wait in the front door) |
 // | read_timeout_s      | KZOO_READ_TIMEOUT_S     | 10 (per socket read)       |
 // | write_timeout_s     | KZOO_WRITE_TIMEOUT_S    | 10 (per socket write)      |
 // | upload_deadline_s   | KZOO_UPLOAD_DEADLINE_S  | 120 (whole upload body)    |

@@ -259,7 +259,7 @@ struct FrontDoor::Impl {
 
   FrontDoorLimits lim;
   RequestHandler handler;
-  std::string refuse_total, refuse_client, refuse_busy, timeout_408, too_large_431;
+  std::string refuse_total, refuse_client, timeout_408, too_large_431;
 
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1, spare_fd = -1;
   std::uint64_t fd_soft = 0;
@@ -270,11 +270,14 @@ struct FrontDoor::Impl {
   std::map<ClientKey, int> per_client;
   std::list<Conn*> header_timers, idle_timers;  // each in deadline order: one timeout per list
   std::vector<char> peek_buf;
+  std::deque<Conn*> held;  // complete requests past queue_max, in arrival order
+  std::atomic<std::size_t> held_n{0};  // its size, for the workers
 
   // Shared with the workers.
   std::mutex mu;
   std::condition_variable work_cv;
   std::deque<Conn*> ready;     // complete heads waiting for a worker
+  int ready_bodies = 0;        // of which with a body
   std::deque<Conn*> returned;  // served, back to the loop
   bool workers_stop = false;
   int body_busy = 0;           // workers serving a request with a body
@@ -423,15 +426,6 @@ struct FrontDoor::Impl {
   }
 
   void dispatch(Conn* c) {
-    bool full;
-    {
-      std::lock_guard lock(mu);
-      full = static_cast<int>(ready.size()) >= lim.queue_max;  // only workers change it meanwhile: shorter
-    }
-    if (full) {
-      count([](FrontDoorStats& s) { ++s.refused_busy; });
-      return close_conn(c, &refuse_busy);
-    }
     disarm_timer(c);
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, nullptr);
     c->state = State::working;
@@ -440,11 +434,39 @@ struct FrontDoor::Impl {
       --s.waiting;
       ++s.requests;
     });
+    held.push_back(c);
+    held_n.store(held.size());
+    hand_over();
+  }
+
+  // Moves held requests to the workers' queue while it has room: queue_max
+  // requests without a body and queue_max with one, so uploads waiting for
+  // their share of the threads never fill the queue against reads. A burst
+  // of complete requests waits here, in order, costing no thread; the server
+  // is the slow party then, so no deadline applies.
+  void hand_over() {
+    if (held.empty()) return;
+    std::size_t moved = 0;
     {
       std::lock_guard lock(mu);
-      ready.push_back(c);
+      for (auto it = held.begin(); it != held.end();) {
+        int bodies = ready_bodies, plain = static_cast<int>(ready.size()) - ready_bodies;
+        if (bodies >= lim.queue_max && plain >= lim.queue_max) break;
+        Conn* c = *it;
+        if ((c->has_body ? bodies : plain) >= lim.queue_max) {
+          ++it;
+          continue;
+        }
+        ready.push_back(c);
+        ready_bodies += c->has_body;
+        it = held.erase(it);
+        ++moved;
+      }
     }
-    work_cv.notify_one();
+    held_n.store(held.size());
+    if (moved == 1) work_cv.notify_one();
+    else if (moved > 1) work_cv.notify_all();
+    count([&](FrontDoorStats& s) { s.held = static_cast<std::int64_t>(held.size()); });
   }
 
   void take_back() {
@@ -473,6 +495,7 @@ struct FrontDoor::Impl {
       count([](FrontDoorStats& s) { ++s.waiting; });
       arm_timer(c, idle_timers, lim.keep_alive_timeout_s);
     }
+    hand_over();  // each return is a worker freed
   }
 
   void expire(Clock::time_point now) {
@@ -504,6 +527,7 @@ struct FrontDoor::Impl {
         work_cv.wait(lock, [&] { return (c = pick()) != nullptr || (workers_stop && ready.empty()); });
         if (!c) return;
       }
+      if (held_n.load() > 0) wake();  // room in the queue: the loop hands over what it holds
       serve(c);
       {
         std::lock_guard lock(mu);
@@ -523,7 +547,10 @@ struct FrontDoor::Impl {
     for (auto it = ready.begin(); it != ready.end(); ++it) {
       Conn* c = *it;
       if (c->has_body && body_busy >= body_cap) continue;
-      if (c->has_body) ++body_busy;
+      if (c->has_body) {
+        ++body_busy;
+        --ready_bodies;
+      }
       ready.erase(it);
       return c;
     }
@@ -578,8 +605,6 @@ FrontDoor::FrontDoor(FrontDoorLimits limits, RequestHandler handler) : impl_(std
                            fmt::format("this address holds its maximum of {} open connections: close some, or "
                                        "reuse them with keep-alive",
                                        limits.max_connections_per_client));
-  m.refuse_busy = canned(503, "Service Unavailable", "busy",
-                         fmt::format("{} requests are waiting for a worker: retry shortly", limits.queue_max));
   m.timeout_408 = canned(408, "Request Timeout", "header_timeout",
                          fmt::format("the request head did not arrive within {} s", limits.header_timeout_s));
   m.too_large_431 = canned(431, "Request Header Fields Too Large", "header_too_large",
@@ -605,18 +630,19 @@ FrontDoorStats FrontDoor::stats() const {
 std::string FrontDoor::render_metrics() const {
   FrontDoorStats s = stats();
   std::string o;
-  o += "# HELP kzoo_connections Open connections: waiting for a request head (or kept alive), or being served.\n";
+  o += "# HELP kzoo_connections Open connections: waiting for a request head (or kept alive), holding a complete "
+       "request while every worker is busy, or queued and being served.\n";
   o += "# TYPE kzoo_connections gauge\n";
   o += fmt::format("kzoo_connections{{state=\"waiting\"}} {}\n", s.waiting);
-  o += fmt::format("kzoo_connections{{state=\"serving\"}} {}\n", s.open - s.waiting);
+  o += fmt::format("kzoo_connections{{state=\"held\"}} {}\n", s.held);
+  o += fmt::format("kzoo_connections{{state=\"serving\"}} {}\n", s.open - s.waiting - s.held);
   o += "# HELP kzoo_connections_accepted_total Connections accepted under the caps.\n";
   o += "# TYPE kzoo_connections_accepted_total counter\n";
   o += fmt::format("kzoo_connections_accepted_total {}\n", s.accepted);
-  o += "# HELP kzoo_connections_refused_total Connections or requests refused with 503, by the cap reached.\n";
+  o += "# HELP kzoo_connections_refused_total Connections refused with 503 at accept, by the cap reached.\n";
   o += "# TYPE kzoo_connections_refused_total counter\n";
   o += fmt::format("kzoo_connections_refused_total{{reason=\"total\"}} {}\n", s.refused_total_cap);
   o += fmt::format("kzoo_connections_refused_total{{reason=\"per_client\"}} {}\n", s.refused_client_cap);
-  o += fmt::format("kzoo_connections_refused_total{{reason=\"busy\"}} {}\n", s.refused_busy);
   o += "# HELP kzoo_connections_closed_total Connections the server closed on a deadline or a size cap.\n";
   o += "# TYPE kzoo_connections_closed_total counter\n";
   o += fmt::format("kzoo_connections_closed_total{{reason=\"header_timeout\"}} {}\n", s.header_timeouts);
@@ -730,6 +756,11 @@ bool FrontDoor::run() {
   for (auto* c : waiting) m.close_conn(c);
   {
     std::lock_guard lock(m.mu);
+    for (auto* c : m.held) {  // complete: served like the rest
+      m.ready.push_back(c);
+      m.ready_bodies += c->has_body;
+    }
+    m.held.clear();
     m.workers_stop = true;
   }
   m.work_cv.notify_all();

@@ -16,8 +16,9 @@
 // - Open connections are capped in total and per client address (IPv4
 //   address, IPv6 /64); one over a cap gets a fixed 503 written without
 //   blocking and is closed at once: no thread, no timer, no memory kept.
-// - Complete requests wait for a worker in a queue of at most queue_max;
-//   beyond it the request gets 503 (Retry-After: 1) at once. A quarter of
+// - Complete requests go to the workers' queue, at most queue_max at once;
+//   the rest wait in the front door in arrival order, holding no thread
+//   (a burst is served late, never refused). A quarter of
 //   the threads (at least one of two or more) serve only requests without a
 //   body, so slow uploads, which hold a thread up to their own deadline,
 //   cannot starve reads.
@@ -65,13 +66,13 @@ struct FrontDoorStats {
   std::uint64_t accepted = 0;
   std::uint64_t refused_total_cap = 0;
   std::uint64_t refused_client_cap = 0;
-  std::uint64_t refused_busy = 0;        // complete requests over queue_max
   std::uint64_t header_timeouts = 0;     // 408
   std::uint64_t headers_too_large = 0;   // 431
   std::uint64_t idle_closed = 0;         // kept-alive connections closed after keep_alive_timeout_s
   std::uint64_t requests = 0;            // handed to workers
   std::int64_t open = 0;                 // open connections
   std::int64_t waiting = 0;              // of which waiting for a head (or kept alive)
+  std::int64_t held = 0;                 // of which complete, waiting for room in the workers' queue
 };
 
 class FrontDoor {
