@@ -30,7 +30,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$KZOO" serve --data "$TMP/data" --catalog "$ROOT/catalog/kernel_data" --listen 127.0.0.1:0 \
+# Kept-alive connections are held longer than the run (KEEP_ALIVE_S), so the
+# idle phase holds all N for its whole length: the worst case for a server
+# that gives each connection a thread. Request heads keep the default
+# deadline (10 s): trickling clients are cut off and come back, as an
+# attacker's would.
+KZOO_KEEP_ALIVE_TIMEOUT_S=${KEEP_ALIVE_S:-$((3 * SECS + 30))} "$KZOO" serve --data "$TMP/data" --catalog "$ROOT/catalog/kernel_data" --listen 127.0.0.1:0 \
   >"$TMP/serve.out" 2>"$TMP/serve.err" &
 SERVE_PID=$!
 for _ in $(seq 1 200); do
