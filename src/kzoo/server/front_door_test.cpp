@@ -5,6 +5,7 @@
 
 #include <poll.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
@@ -396,6 +397,39 @@ TEST(FrontDoor, RequestsWithABodyLeaveAThreadForRequestsWithout) {
   for (auto& u : uploads) EXPECT_EQ(status(u->read(1, 5000)), 200);
   door.stop();
   t.join();
+}
+
+// The fd limit: raised as far as the hard limit allows; where that is too
+// low, the total cap shrinks to fit instead of accept() failing later. Run
+// in a child process, whose limits are its own.
+TEST(FrontDoor, TheConnectionCapFitsTheFileDescriptorLimit) {
+  auto in_child = [](rlim_t soft, rlim_t hard) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      rlimit rl{soft, hard};
+      if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(99);
+      FrontDoorLimits lim;
+      lim.max_connections = 4096;
+      FrontDoor door(lim, [](httplib::Stream&, bool, bool&) { return false; });
+      if (!door.bind("127.0.0.1", 0)) _exit(98);
+      rlimit now{};
+      getrlimit(RLIMIT_NOFILE, &now);
+      // Exit code: 1 when raised to fit 4096, 2 when lowered to fit the hard limit.
+      if (door.limits().max_connections == 4096 && now.rlim_cur >= 4096 + 256 && door.fd_limit() == now.rlim_cur)
+        _exit(1);
+      if (door.limits().max_connections == static_cast<int>(hard) - 256 && door.fd_limit() == hard) _exit(2);
+      _exit(97);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  rlimit mine{};
+  getrlimit(RLIMIT_NOFILE, &mine);
+  if (mine.rlim_max == RLIM_INFINITY || mine.rlim_max >= 4096 + 256) {
+    EXPECT_EQ(in_child(300, mine.rlim_max), 1) << "a low soft limit is raised towards the hard one";
+  }
+  EXPECT_EQ(in_child(600, 600), 2) << "a low hard limit lowers the total cap to 600 - 256";
 }
 
 }  // namespace
