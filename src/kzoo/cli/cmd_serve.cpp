@@ -20,6 +20,7 @@ using namespace kzoo::server;
 
 struct ServeOptions {
   std::string data, listen, config, catalog;
+  std::string board_device_class = "auto";
 };
 
 // Defaults < config file < environment < flags (config.hpp).
@@ -59,13 +60,15 @@ const bool init_registered = kzoo::cli::register_command(
       auto o = std::make_shared<ServeOptions>();
       sub.add_option("dir", o->data, "The directory to create (absent or empty)")->required();
       sub.add_option("--catalog", o->catalog, "The catalog's kernel_data root (default: catalog/kernel_data)");
+      sub.add_option("--board-device-class", o->board_device_class,
+                     "Device class the demo board ranks (default auto: h200 with an NVIDIA GPU, else cpu)");
       return [o] {
         auto cfg = resolve(*o);
         if (!cfg) {
           std::cerr << "kzoo init: " << cfg.error().message << "\n";
           return kzoo::cli::kExitError;
         }
-        auto p = init_data_dir(o->data, cfg->catalog, *cfg);
+        auto p = init_data_dir(o->data, cfg->catalog, *cfg, o->board_device_class);
         if (!p) {
           std::cerr << "kzoo init: " << p.error().message << "\n";
           return kzoo::cli::kExitError;

@@ -47,7 +47,7 @@ void print_submission(const nlohmann::json& s) {
 }
 
 struct SubmitOptions {
-  std::string input, summary, server, submitter, kernel_id;
+  std::string input, summary, server, submitter, kernel_id, route;
   bool no_wait = false, json = false;
 };
 
@@ -104,10 +104,11 @@ int submit(const SubmitOptions& o) {
     submitter = u && *u ? u : "anonymous";
   }
   std::cerr << fmt::format("kzoo submit: {} ({} bytes) to {}\n", kernel_id, bytes.size(), o.server);
+  std::map<std::string, std::string> form{{"kernel_id", kernel_id}, {"submitter_id", submitter},
+                                          {"package_filename", filename}, {"optimization_summary", o.summary}};
+  if (!o.route.empty()) form["route"] = o.route;
   auto ans = upload_submission(
-      o.server,
-      {{"kernel_id", kernel_id}, {"submitter_id", submitter}, {"package_filename", filename},
-       {"optimization_summary", o.summary}},
+      o.server, form,
       bytes, filename, [](std::uint64_t sent, std::uint64_t total) {
         std::cerr << fmt::format("\r  uploading {:3d}%", total ? sent * 100 / total : 100) << std::flush;
       });
@@ -150,6 +151,7 @@ const bool submit_registered = kzoo::cli::register_command(
       sub.add_option("--server", o->server, "Server URL (env KZOO_SERVER, default http://127.0.0.1:8321)");
       sub.add_option("--submitter", o->submitter, "submitter_id, no spaces (default $USER)");
       sub.add_option("--kernel-id", o->kernel_id, "Kernel ID of a directory outside a kernel_data root");
+      sub.add_option("--route", o->route, "The route (branch routes/NAME) to land on; the first to name it owns it");
       sub.add_flag("--no-wait", o->no_wait, "Return once queued");
       sub.add_flag("--json", o->json, "Print one JSON document on stdout");
       return [o] { return submit(*o); };

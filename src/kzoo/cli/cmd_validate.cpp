@@ -2,7 +2,8 @@
 // everything a contributor hands kzoo. What PATH is decides the check:
 //   a directory            -> a kernel package (inspect_tree)
 //   *.tar.gz / *.tgz       -> a submission tarball (safe streaming read, then inspect_tree)
-//   *.json                 -> a KBench task (strict JSON, schema "task")
+//   *.json                 -> a KBench task (strict JSON, schema "task"), or the board's
+//                             rules (scienceslack.json, or a top-level "benchmark" block)
 //   desc.yaml              -> a package description (schema "desc" + io names unique)
 //   bench_result.yaml      -> a results file (schema "bench_result"; kernel_id == --kernel-id if given)
 // Exit 0 valid, 1 invalid (every violation listed), 2 usage or I/O error.
@@ -73,7 +74,11 @@ kzoo::Result<Outcome> validate_task(const Options& o) {
   if (!doc) {
     out.violations.push_back(doc.error());
   } else {
-    out.violations = kzoo::format::SchemaSet::bundled().validate(*doc, "task", o.path);
+    // The board's rules (scienceslack.json, or any JSON with a top-level
+    // "benchmark" block) against their schema; any other JSON is a task.
+    if (fs::path(o.path).filename() == "scienceslack.json" || (doc->is_object() && doc->contains("benchmark")))
+      out.kind = "scienceslack";
+    out.violations = kzoo::format::SchemaSet::bundled().validate(*doc, out.kind, o.path);
   }
   return out;
 }

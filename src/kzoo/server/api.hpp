@@ -72,6 +72,11 @@ struct Api {
   void get_kernel(const httplib::Request& req, httplib::Response& res);
   void get_job_log(const httplib::Request& req, httplib::Response& res);
   void get_metrics(const httplib::Request& req, httplib::Response& res);
+  // The board (board_api.cpp): JSON and pages.
+  void get_board(const httplib::Request& req, httplib::Response& res);
+  void get_board_version(const httplib::Request& req, httplib::Response& res);
+  void get_routes(const httplib::Request& req, httplib::Response& res);
+  void post_baselines(const httplib::Request& req, httplib::Response& res);
 
   // Rejects submissions left `received` by a killed server; deletes stray uploads.
   Result<int> recover();

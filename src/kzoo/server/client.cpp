@@ -39,6 +39,15 @@ Result<Answer> http_get(const std::string& server, const std::string& path, int 
   return to_answer(r);
 }
 
+Result<Answer> http_post_empty(const std::string& server, const std::string& path, int timeout_s) {
+  httplib::Client cli(server);
+  cli.set_connection_timeout(10, 0);
+  cli.set_read_timeout(timeout_s, 0);
+  auto r = cli.Post(path.c_str(), "", "application/json");
+  if (!r) return fail(fmt::format("cannot reach {}: {}", server, httplib::to_string(r.error())));
+  return to_answer(r);
+}
+
 Result<Answer> upload_submission(const std::string& server, const std::map<std::string, std::string>& fields,
                                  const std::string& package, const std::string& filename, const Progress& progress,
                                  int timeout_s) {

@@ -25,6 +25,9 @@ struct Answer {
 // GET `path`; fails only when the server cannot be reached.
 Result<Answer> http_get(const std::string& server, const std::string& path, int timeout_s = 30);
 
+// POST `path` with an empty body (Content-Length: 0).
+Result<Answer> http_post_empty(const std::string& server, const std::string& path, int timeout_s = 30);
+
 // (sent bytes, total bytes)
 using Progress = std::function<void(std::uint64_t, std::uint64_t)>;
 

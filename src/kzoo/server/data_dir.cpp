@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "kzoo/board/rules.hpp"
 #include "kzoo/store/kernel_repo.hpp"
 #include "kzoo/store/sqlite_state_db.hpp"
 
@@ -24,7 +25,8 @@ bool is_data_dir(const std::string& dir) {
   return fs::is_directory(p.repo(), ec) && fs::is_regular_file(p.state_db(), ec);
 }
 
-Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catalog, const ServerConfig& cfg) {
+Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catalog, const ServerConfig& cfg,
+                                const std::string& board_device_class) {
   std::error_code ec;
   if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec)) return fail(fmt::format("{} exists and is not a directory", dir));
@@ -43,6 +45,13 @@ Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catal
   if (!p.root.empty() && p.root.back() == '/') p.root.pop_back();
   auto repo = store::KernelRepo::init_from_catalog(catalog, p.repo());
   if (!repo) return fail("initialising " + p.repo() + ": " + repo.error().message);
+  // The board's rules (board/rules.hpp), tagged `checks`, unless the catalog
+  // brings its own scienceslack.json (then a maintainer tags it).
+  if (!fs::exists(fs::path(catalog) / board::kRulesFile, ec)) {
+    std::string device_class = board_device_class;
+    if (device_class.empty() || device_class == "auto") device_class = fs::exists("/dev/nvidiactl", ec) ? "h200" : "cpu";
+    if (auto r = board::init_rules(*repo, device_class); !r) return fail("writing the board's rules: " + r.error().message);
+  }
   auto db = store::open_sqlite_state_db(p.state_db());
   if (!db) return fail("creating " + p.state_db() + ": " + db.error().message);
   fs::create_directory(p.uploads(), ec);

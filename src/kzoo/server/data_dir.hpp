@@ -33,8 +33,12 @@ bool is_data_dir(const std::string& dir);
 
 // Creates a data directory at `dir` (absent or empty) from the catalog's
 // kernel_data root: repository, state database, uploads/, kzoo.json with
-// `cfg`'s settings. Refuses a directory that has anything in it.
-Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catalog, const ServerConfig& cfg);
+// `cfg`'s settings. Refuses a directory that has anything in it. Unless the
+// catalog brings a scienceslack.json, the board's demo rules are committed and
+// tagged `checks`, ranking `board_device_class` ("auto": h200 when the machine
+// has an NVIDIA device node, else "cpu"; docs/BOARD.md).
+Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catalog, const ServerConfig& cfg,
+                                const std::string& board_device_class = "auto");
 
 // An exclusive lock on DIR/serve.lock, released when destroyed (or when the
 // process dies: flock locks do not outlive their holder).

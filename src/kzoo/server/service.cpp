@@ -113,6 +113,10 @@ const std::vector<Route>& routes() {
       {"GET", "/healthz", "/healthz"},
       {"GET", "/metrics", "/metrics"},
       {"GET", "/api/openapi.json", "/api/openapi.json"},
+      {"GET", "/api/board", "/api/board"},
+      {"GET", "/api/boards/{version}", "/api/boards/([0-9]{1,7})"},
+      {"GET", "/api/routes", "/api/routes"},
+      {"POST", "/api/board/baselines", "/api/board/baselines"},
   };
   return r;
 }
@@ -291,6 +295,11 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
     api->get_metrics(req, res);
     res.body += door->render_metrics();  // the listener's own counters
   });
+  get("/api/board", &Api::get_board);
+  get("/api/boards/{version}", &Api::get_board_version);
+  get("/api/routes", &Api::get_routes);
+  http.Post("/api/board/baselines",
+            [api](const httplib::Request& req, httplib::Response& res) { api->post_baselines(req, res); });
   http.Get("/healthz", [api](const httplib::Request&, httplib::Response& res) {
     auto head = api->repo.head();
     auto db = api->db.get();

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "kzoo/board/board.hpp"
 #include "kzoo/format/json_schema.hpp"
 #include "kzoo/format/utf8.hpp"
 #include "kzoo/package/inspect.hpp"
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 // The text fields of the envelope (schemas/submission_envelope.schema.json);
 // each is capped well above its schema maxLength, in bytes, while streaming.
 constexpr std::size_t kFieldCap = 16 * 1024;
-const char* const kFields[] = {"kernel_id", "submitter_id", "package_filename", "optimization_summary"};
+const char* const kFields[] = {"kernel_id", "submitter_id", "package_filename", "optimization_summary", "route"};
 
 bool is_field(const std::string& name) {
   for (const char* f : kFields)
@@ -86,7 +87,7 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
         if (!is_field(current)) {
           refusal = Refusal{400, "unknown_field",
                             fmt::format("unknown form field \"{}\": the fields are kernel_id, submitter_id, "
-                                        "package_filename, optimization_summary, and one file part",
+                                        "package_filename, optimization_summary, route, and one file part",
                                         package::detail::printable(current)),
                             package::detail::printable(current)};
           return false;
@@ -183,6 +184,15 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
   if (!db_lease) return refuse({http_status(db_lease.error()), "database", db_lease.error().message});
   auto& dbx = *db_lease;
   store::NewSubmission ns{kernel_id, fields["submitter_id"], fields["optimization_summary"], "", *sha};
+  if (fields.count("route") && !fields["route"].empty()) {
+    if (!board::valid_route_name(fields["route"]))
+      return refuse({400, "invalid_field",
+                     fmt::format("route \"{}\" is not a route name: use 1-63 of a-z 0-9 . _ -, starting with a "
+                                 "letter or digit (the route is the branch routes/<name>)",
+                                 package::detail::printable(fields["route"])),
+                     "route"});
+    ns.route = fields["route"];
+  }
   if (!pv.empty()) {
     // Recorded, so the submitter has an id to refer to; the bytes are not kept.
     ns.package_path = "-";
@@ -206,6 +216,12 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
   // rejects at the next start, deleting its file.
   std::string name = *sha + "-" + file->temp_path().substr(file->temp_path().size() - 6) + ".tar.gz";
   ns.package_path = paths.uploads() + "/" + name;
+  if (!ns.route.empty()) {
+    // The first submitter to name a route starts it and owns it (roles, later,
+    // decide who else may push to it).
+    auto r = dbx->ensure_route(ns.route, ns.submitter_id);
+    if (!r) return refuse({http_status(r.error()), "database", r.error().message});
+  }
   auto s = dbx->create_submission(ns);
   if (!s) return refuse({http_status(s.error()), "database", s.error().message});
   if (auto c = file->commit(name); !c) {

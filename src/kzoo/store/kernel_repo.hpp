@@ -61,6 +61,13 @@ struct AcceptResult {
 // metrics_best never goes backwards because of a race.
 using BenchResultUpdate = std::function<Result<std::string>(const std::string& current)>;
 
+// Where an accept lands: a branch (refs/heads/<branch>), created at
+// `start_at` (a commit id) by the first accept when it does not exist yet.
+struct AcceptTarget {
+  std::string branch = "main";
+  std::string start_at;  // required when the branch may not exist yet
+};
+
 struct KernelRepoOptions {
   Person committer{"kzoo", "kzoo@localhost"};
   int max_attempts = 64;  // optimistic-lock retries before accept() gives up
@@ -119,6 +126,26 @@ class KernelRepo {
   Result<AcceptResult> accept(const std::string& kernel_id, const package::PackageTree& submission,
                               const BenchResultUpdate& update, const std::string& message,
                               const Person& author, const std::string& measured_at = "") const;
+
+  // The same onto `target`'s branch (a route, board/): the incumbent check,
+  // the tree and the compare-and-swap are those of that branch.
+  Result<AcceptResult> accept(const std::string& kernel_id, const package::PackageTree& submission,
+                              const BenchResultUpdate& update, const std::string& message,
+                              const Person& author, const std::string& measured_at, const AcceptTarget& target) const;
+
+  // One commit on `branch` (which must exist) that writes `files` (paths from
+  // the repository root -> bytes), everything else kept. For maintainers'
+  // files such as the board's rules (kzoo init). Returns the commit id.
+  Result<std::string> commit_files(const std::string& branch, const std::map<std::string, std::string>& files,
+                                   const std::string& message, const Person& author) const;
+
+  // Points `ref` (a full name: refs/tags/checks, refs/boards/v1) at `commit`,
+  // creating or moving it (a lightweight ref; a maintainer may replace it with
+  // an annotated tag, which readers peel).
+  Result<void> set_ref(const std::string& ref, const std::string& commit) const;
+
+  // Full names of the refs under `prefix` (e.g. "refs/heads/routes/"), sorted.
+  Result<std::vector<std::string>> list_refs(const std::string& prefix) const;
 
   // The same with fixed bench_result.yaml bytes. Only safe when nothing else
   // accepts into this kernel concurrently; prefer the BenchResultUpdate form.

@@ -4,6 +4,7 @@
 // read), which libgit2 performs under the ref's lock file: a stale writer gets
 // GIT_EMODIFIED (or GIT_ELOCKED while another holds the lock), re-reads the
 // ref, rebuilds on top of it and tries again, a bounded number of times.
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <regex>
@@ -125,9 +126,10 @@ Result<git_oid> src_tree_at(git_repository* repo, const git_commit* commit, cons
 
 // One attempt's tree: HEAD's tree with the package's src/ and bench_result
 // replaced. Returns the new root tree id and the parent it was built on.
-Result<Built> build_accept_tree(git_repository* repo, const std::string& kernel_id, const git::FileMap& src,
-                                const BenchResultUpdate& update, const std::optional<git_oid>& measured_src) {
-  auto head = git::resolve_commit(repo, kMainRef);
+Result<Built> build_accept_tree(git_repository* repo, const std::string& ref_name, const std::string& kernel_id,
+                                const git::FileMap& src, const BenchResultUpdate& update,
+                                const std::optional<git_oid>& measured_src) {
+  auto head = git::resolve_commit(repo, ref_name);
   if (!head) return tl::unexpected(head.error());
   git_tree* rraw = nullptr;
   if (int rc = git_commit_tree(&rraw, head->get()); rc < 0) return git::fail_git("reading HEAD's tree", rc);
@@ -186,6 +188,45 @@ Result<Built> build_accept_tree(git_repository* repo, const std::string& kernel_
 Result<AcceptResult> KernelRepo::accept(const std::string& kernel_id, const package::PackageTree& submission,
                                         const BenchResultUpdate& update, const std::string& message,
                                         const Person& author, const std::string& measured_at) const {
+  return accept(kernel_id, submission, update, message, author, measured_at, AcceptTarget{});
+}
+
+namespace {
+
+// refs/heads/<branch> for a branch name git accepts.
+Result<std::string> branch_ref(const std::string& branch) {
+  std::string ref = "refs/heads/" + branch;
+  int valid = 0;
+  if (git_reference_name_is_valid(&valid, ref.c_str()) < 0 || !valid || branch.empty())
+    return fail(fmt::format("\"{}\" is not a valid branch name", branch));
+  return ref;
+}
+
+// Creates `ref` at `start_at` unless it exists (a racing creator wins; fine).
+Result<void> ensure_branch(git_repository* repo, const std::string& ref, const std::string& start_at) {
+  git_oid id;
+  int rc = git_reference_name_to_id(&id, repo, ref.c_str());
+  if (rc == 0) return {};
+  if (rc != GIT_ENOTFOUND) return git::fail_git("reading " + ref, rc);
+  if (start_at.empty()) return fail(fmt::format("{} does not exist and no commit was given to start it at", ref));
+  auto at = git::resolve_commit(repo, start_at);
+  if (!at) return tl::unexpected(at.error());
+  git_reference* out = nullptr;
+  rc = git_reference_create(&out, repo, ref.c_str(), git_commit_id(at->get()), 0, "kzoo: route started");
+  git::Reference owned(out);
+  if (rc < 0 && rc != GIT_EEXISTS) return git::fail_git("creating " + ref, rc);
+  return {};
+}
+
+}  // namespace
+
+Result<AcceptResult> KernelRepo::accept(const std::string& kernel_id, const package::PackageTree& submission,
+                                        const BenchResultUpdate& update, const std::string& message,
+                                        const Person& author, const std::string& measured_at,
+                                        const AcceptTarget& target) const {
+  auto target_ref = branch_ref(target.branch);
+  if (!target_ref) return tl::unexpected(target_ref.error());
+  const std::string ref_name = *target_ref;
   if (auto c = git::check_rel_path(kernel_id, "kernel ID"); !c) return tl::unexpected(c.error());
   git::FileMap src;
   for (const auto& f : submission.files) {
@@ -222,11 +263,17 @@ Result<AcceptResult> KernelRepo::accept(const std::string& kernel_id, const pack
     if (!id) return tl::unexpected(id.error());
     measured_src = *id;
   }
+  {
+    auto repo = git::open_repo(dir_);
+    if (!repo) return tl::unexpected(repo.error());
+    if (auto e = ensure_branch(repo->get(), ref_name, target.start_at.empty() ? measured_at : target.start_at); !e)
+      return tl::unexpected(e.error());
+  }
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
     // A fresh handle per attempt: nothing cached from the stale read survives.
     auto repo = git::open_repo(dir_);
     if (!repo) return tl::unexpected(repo.error());
-    auto built = build_accept_tree(repo->get(), kernel_id, src, update, measured_src);
+    auto built = build_accept_tree(repo->get(), ref_name, kernel_id, src, update, measured_src);
     if (!built) return tl::unexpected(built.error());
     if (built->incumbent_moved) {
       AcceptResult moved;
@@ -251,15 +298,105 @@ Result<AcceptResult> KernelRepo::accept(const std::string& kernel_id, const pack
     util::failpoint("repo.accept.before-ref");  // objects written, main not moved yet
     git_reference* ref = nullptr;
     std::string log = fmt::format("kzoo accept {}", kernel_id);
-    int rc = git_reference_create_matching(&ref, repo->get(), kMainRef, &commit, 1, &built->parent, log.c_str());
+    int rc = git_reference_create_matching(&ref, repo->get(), ref_name.c_str(), &commit, 1, &built->parent, log.c_str());
     git::Reference owned(ref);
     if (rc == 0) return AcceptResult{git::oid_hex(commit), git::oid_hex(built->parent), attempt};
-    if (!is_race(rc)) return git::fail_git(fmt::format("moving {} to the accept commit", kMainRef), rc);
+    if (!is_race(rc)) return git::fail_git(fmt::format("moving {} to the accept commit", ref_name), rc);
     backoff(attempt);  // someone else's commit landed first: rebuild on top of it
   }
   return fail(fmt::format("accept into {} gave up after {} attempts: {} kept moving under concurrent writers; "
                           "retry later or raise KernelRepoOptions::max_attempts",
-                          kernel_id, options_.max_attempts, kMainRef));
+                          kernel_id, options_.max_attempts, ref_name));
+}
+
+Result<std::string> KernelRepo::commit_files(const std::string& branch, const std::map<std::string, std::string>& files,
+                                             const std::string& message, const Person& author) const {
+  auto ref_name = branch_ref(branch);
+  if (!ref_name) return tl::unexpected(ref_name.error());
+  if (files.empty()) return fail("commit_files: no files given");
+  auto msg = prettify(message);
+  if (!msg) return tl::unexpected(msg.error());
+  auto author_sig = signature(author, "author");
+  if (!author_sig) return tl::unexpected(author_sig.error());
+  auto committer_sig = signature(options_.committer, "committer");
+  if (!committer_sig) return tl::unexpected(committer_sig.error());
+  for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
+    auto repo = git::open_repo(dir_);
+    if (!repo) return tl::unexpected(repo.error());
+    auto head = git::resolve_commit(repo->get(), *ref_name);
+    if (!head) return tl::unexpected(head.error());
+    git_tree* rraw = nullptr;
+    if (int rc = git_commit_tree(&rraw, head->get()); rc < 0) return git::fail_git("reading the branch's tree", rc);
+    git::Tree root(rraw);
+    git_oid tree_id = *git_tree_id(root.get());
+    for (const auto& [path, bytes] : files) {
+      if (auto c = git::check_rel_path(path, "file"); !c) return tl::unexpected(c.error());
+      std::vector<std::string> segs = split(path);
+      git_tree* cur = nullptr;
+      if (int rc = git_tree_lookup(&cur, repo->get(), &tree_id); rc < 0) return git::fail_git("reading a tree", rc);
+      git::Tree now(cur);
+      std::vector<std::string> dirs(segs.begin(), segs.end() - 1);
+      auto chain = tree_chain(repo->get(), now.get(), dirs);
+      if (!chain) return fail(fmt::format("cannot write {}: its folder must exist ({})", path, chain.error().message));
+      git_oid id;
+      if (int rc = git_blob_create_from_buffer(&id, repo->get(), bytes.data(), bytes.size()); rc < 0)
+        return git::fail_git("writing " + path, rc);
+      auto r = replace_entry(repo->get(), chain->back().get(), segs.back(), id, GIT_FILEMODE_BLOB);
+      if (!r) return tl::unexpected(r.error());
+      for (size_t i = dirs.size(); i-- > 0;) {
+        r = replace_entry(repo->get(), (*chain)[i].get(), dirs[i], *r, GIT_FILEMODE_TREE);
+        if (!r) return tl::unexpected(r.error());
+      }
+      tree_id = *r;
+    }
+    git_tree* traw = nullptr;
+    if (int rc = git_tree_lookup(&traw, repo->get(), &tree_id); rc < 0) return git::fail_git("reading a tree", rc);
+    git::Tree tree(traw);
+    const git_commit* parents[] = {head->get()};
+    git_oid commit;
+    if (int rc = git_commit_create(&commit, repo->get(), nullptr, author_sig->get(), committer_sig->get(), nullptr,
+                                   msg->c_str(), tree.get(), 1, parents);
+        rc < 0)
+      return git::fail_git("writing a commit", rc);
+    git_reference* ref = nullptr;
+    int rc = git_reference_create_matching(&ref, repo->get(), ref_name->c_str(), &commit, 1,
+                                           git_commit_id(head->get()), "kzoo: commit files");
+    git::Reference owned(ref);
+    if (rc == 0) return git::oid_hex(commit);
+    if (!is_race(rc)) return git::fail_git("moving " + *ref_name, rc);
+    backoff(attempt);
+  }
+  return fail(fmt::format("commit_files on {} gave up: the branch kept moving", branch));
+}
+
+Result<void> KernelRepo::set_ref(const std::string& ref, const std::string& commit) const {
+  int valid = 0;
+  if (git_reference_name_is_valid(&valid, ref.c_str()) < 0 || !valid || !ref.starts_with("refs/"))
+    return fail(fmt::format("\"{}\" is not a valid full ref name", ref));
+  auto repo = git::open_repo(dir_);
+  if (!repo) return tl::unexpected(repo.error());
+  auto c = git::resolve_commit(repo->get(), commit);
+  if (!c) return tl::unexpected(c.error());
+  git_reference* out = nullptr;
+  int rc = git_reference_create(&out, repo->get(), ref.c_str(), git_commit_id(c->get()), 1, "kzoo: set ref");
+  git::Reference owned(out);
+  if (rc < 0) return git::fail_git("setting " + ref, rc);
+  return {};
+}
+
+Result<std::vector<std::string>> KernelRepo::list_refs(const std::string& prefix) const {
+  auto repo = git::open_repo(dir_);
+  if (!repo) return tl::unexpected(repo.error());
+  git_strarray names{};
+  if (int rc = git_reference_list(&names, repo->get()); rc < 0) return git::fail_git("listing refs", rc);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < names.count; ++i) {
+    std::string n = names.strings[i];
+    if (n.starts_with(prefix)) out.push_back(n);
+  }
+  git_strarray_dispose(&names);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 Result<AcceptResult> KernelRepo::accept(const std::string& kernel_id, const package::PackageTree& submission,

@@ -57,6 +57,17 @@ CREATE INDEX jobs_by_state ON jobs(state);
 CREATE INDEX submissions_by_kernel ON submissions(kernel_id, id);
 CREATE INDEX submissions_by_submitter ON submissions(submitter_id, id);
 )SQL"},
+    {3, "routes (board): a submission's target route and kind, and each route's owner", R"SQL(
+ALTER TABLE submissions ADD COLUMN route TEXT NOT NULL DEFAULT '' CHECK (length(route) <= 64);
+ALTER TABLE submissions ADD COLUMN kind TEXT NOT NULL DEFAULT 'submission' CHECK (kind IN ('submission','baseline'));
+CREATE TABLE routes (
+  name       TEXT    PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 64),
+  owner      TEXT    NOT NULL CHECK (length(owner) BETWEEN 1 AND 128),
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX submissions_by_route ON submissions(route, id);
+CREATE INDEX submissions_by_kind ON submissions(kind, kernel_id, id);
+)SQL"},
 };
 
 int current_version(SQLite::Database& db) {

@@ -28,7 +28,7 @@ struct Refusal {
 
 constexpr const char* kSubCols =
     "id, kernel_id, submitter_id, summary, package_path, sha256, created_at, updated_at, state, verdict, reasons, "
-    "accepted_commit";
+    "accepted_commit, route, kind";
 constexpr const char* kJobCols =
     "id, submission_id, state, attempts, max_attempts, lease_owner, lease_expires_at, heartbeat_at, result, "
     "created_at, started_at, finished_at";
@@ -62,6 +62,8 @@ Submission read_submission(SQLite::Statement& q) {
   if (!q.getColumn(9).isNull()) s.verdict = nlohmann::json::parse(q.getColumn(9).getString());
   s.reasons = nlohmann::json::parse(q.getColumn(10).getString()).get<std::vector<std::string>>();
   s.accepted_commit = q.getColumn(11).getString();
+  s.route = q.getColumn(12).getString();
+  s.kind = q.getColumn(13).getString();
   return s;
 }
 
@@ -140,10 +142,14 @@ class SqliteStateDb final : public StateDb {
       if (!is_hex(n.sha256, 64))
         refuse(StateError::invalid,
                fmt::format("sha256 \"{}\" must be 64 lowercase hex digits (the tarball's digest)", n.sha256));
+      if (n.route.size() > 64) refuse(StateError::invalid, fmt::format("route \"{}\" is over 64 bytes", n.route));
+      if (n.kind != "submission" && n.kind != "baseline")
+        refuse(StateError::invalid, fmt::format("submission kind \"{}\" is not submission or baseline", n.kind));
       SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
       UnixMs now = clock_();
       auto& q = stmt(fmt::format("INSERT INTO submissions(kernel_id, submitter_id, summary, package_path, sha256, "
-                                 "created_at, updated_at, state) VALUES (?,?,?,?,?,?,?,'received') RETURNING {}",
+                                 "created_at, updated_at, state, route, kind) VALUES (?,?,?,?,?,?,?,'received',?,?) "
+                                 "RETURNING {}",
                                  kSubCols));
       q.bind(1, n.kernel_id);
       q.bind(2, n.submitter_id);
@@ -152,6 +158,8 @@ class SqliteStateDb final : public StateDb {
       q.bind(5, n.sha256);
       q.bind(6, now);
       q.bind(7, now);
+      q.bind(8, n.route);
+      q.bind(9, n.kind);
       q.executeStep();
       Submission s = read_submission(q);
       q.reset();
@@ -365,13 +373,16 @@ class SqliteStateDb final : public StateDb {
       if (f.limit < 1 || f.limit > 1000) refuse(StateError::invalid, "limit must be 1 to 1000");
       auto& q = stmt(fmt::format(
           "SELECT {} FROM submissions WHERE id < ?1 AND (?2 IS NULL OR kernel_id = ?2) "
-          "AND (?3 IS NULL OR submitter_id = ?3) AND (?4 IS NULL OR state = ?4) ORDER BY id DESC LIMIT ?5",
+          "AND (?3 IS NULL OR submitter_id = ?3) AND (?4 IS NULL OR state = ?4) AND (?6 IS NULL OR route = ?6) "
+          "AND (?7 IS NULL OR kind = ?7) ORDER BY id DESC LIMIT ?5",
           kSubCols));
       q.bind(1, static_cast<int64_t>(f.before_id));
       if (f.kernel_id) q.bind(2, *f.kernel_id);
       if (f.submitter_id) q.bind(3, *f.submitter_id);
       if (f.state) q.bind(4, std::string(to_string(*f.state)));
       q.bind(5, f.limit);
+      if (f.route) q.bind(6, *f.route);
+      if (f.kind) q.bind(7, *f.kind);
       std::vector<Submission> out;
       while (q.executeStep()) out.push_back(read_submission(q));
       q.reset();
@@ -387,6 +398,36 @@ class SqliteStateDb final : public StateDb {
       std::int64_t n = q.getColumn(0).getInt64();
       q.reset();
       return n;
+    });
+  }
+
+  StateResult<Route> ensure_route(const std::string& name, const std::string& owner) override {
+    return guarded([&] {
+      if (name.empty() || name.size() > 64) refuse(StateError::invalid, fmt::format("route name \"{}\" must be 1-64 bytes", name));
+      if (owner.empty() || owner.size() > 128) refuse(StateError::invalid, "a route's owner must be 1-128 bytes");
+      SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+      auto& ins = stmt("INSERT INTO routes(name, owner, created_at) VALUES (?,?,?) ON CONFLICT(name) DO NOTHING");
+      ins.bind(1, name);
+      ins.bind(2, owner);
+      ins.bind(3, clock_());
+      ins.exec();
+      auto& q = stmt("SELECT name, owner, created_at FROM routes WHERE name=?");
+      q.bind(1, name);
+      q.executeStep();
+      Route r{q.getColumn(0).getString(), q.getColumn(1).getString(), q.getColumn(2).getInt64()};
+      q.reset();
+      tx.commit();
+      return r;
+    });
+  }
+
+  StateResult<std::vector<Route>> list_routes() override {
+    return guarded([&] {
+      auto& q = stmt("SELECT name, owner, created_at FROM routes ORDER BY name");
+      std::vector<Route> out;
+      while (q.executeStep()) out.push_back({q.getColumn(0).getString(), q.getColumn(1).getString(), q.getColumn(2).getInt64()});
+      q.reset();
+      return out;
     });
   }
 

@@ -79,6 +79,8 @@ struct NewSubmission {
   std::string summary;       // optimization_summary; may be empty
   std::string package_path;  // where the server stored the uploaded tarball
   std::string sha256;        // of the tarball, 64 lowercase hex digits
+  std::string route;         // the route it targets (board/: branch routes/<route>); empty: main
+  std::string kind = "submission";  // "submission" | "baseline" (a board's eager baseline measurement)
 };
 
 struct Submission {
@@ -90,6 +92,18 @@ struct Submission {
   nlohmann::json verdict;            // null until decided
   std::vector<std::string> reasons;  // why rejected / failed / cancelled
   std::string accepted_commit;       // kernel_data commit of an accepted submission, else empty
+                                     // (a baseline: the commit whose source it measured)
+  std::string route;                 // empty: main
+  std::string kind = "submission";   // "submission" | "baseline"
+};
+
+// A route: a named line of work, the branch routes/<name> in kernel_data,
+// started (and owned) by one submitter. Roles (who may push) come later; the
+// owner is what they will check.
+struct Route {
+  std::string name;
+  std::string owner;  // the submitter id that started it
+  UnixMs created_at = 0;
 };
 
 struct Job {
@@ -126,6 +140,8 @@ struct SubmissionFilter {
   std::optional<std::string> kernel_id;
   std::optional<std::string> submitter_id;
   std::optional<State> state;
+  std::optional<std::string> route;
+  std::optional<std::string> kind;
   std::int64_t before_id = INT64_MAX;  // paging: ids strictly below, newest first
   int limit = 100;
 };
@@ -158,6 +174,11 @@ class StateDb {
   virtual StateResult<std::vector<Job>> jobs_of(std::int64_t submission_id) = 0;
   virtual StateResult<std::vector<Submission>> list_submissions(const SubmissionFilter& f) = 0;
   virtual StateResult<std::int64_t> count_jobs(State s) = 0;
+
+  // Routes. ensure_route creates `name` owned by `owner` unless it exists
+  // (then it is returned as it is: the first submitter keeps it).
+  virtual StateResult<Route> ensure_route(const std::string& name, const std::string& owner) = 0;
+  virtual StateResult<std::vector<Route>> list_routes() = 0;
 
   // The schema version the database is at after open.
   virtual int schema_version() = 0;

@@ -12,6 +12,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "kzoo/board/board.hpp"
+#include "kzoo/board/rules.hpp"
+#include "kzoo/board/score.hpp"
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/format/yaml_json.hpp"
 #include "kzoo/package/inspect.hpp"
@@ -152,11 +155,40 @@ class Heartbeat {
   std::thread thread_;
 };
 
+// The device class this worker's results carry: "cpu" on the CPU, else the
+// class the judge is told it runs on (KZOO_DEVICE_CLASS, or the catalog's default).
+std::string worker_device_class(const WorkerOptions& o) {
+  if (o.device == "cpu") return "cpu";
+  if (const char* dc = std::getenv("KZOO_DEVICE_CLASS"); dc && *dc) return dc;
+  auto text = read_small(o.catalog_dir + "/device_classes.json", 1u << 20);
+  if (text)
+    if (auto doc = format::parse_json(*text, "device_classes.json"); doc && doc->is_object())
+      return doc->value("default", "h200");
+  return "h200";
+}
+
+// The board's guardrails a case must keep besides the task's own tolerance.
+std::vector<std::string> guardrail_breaks(const json& measured, const board::Rules& rules) {
+  std::vector<std::string> out;
+  for (const auto& c : measured["cases"]) {
+    std::string id = c["id"];
+    if (rules.atol && c["error_abs_max"].is_number() && c["error_abs_max"].get<double>() > *rules.atol)
+      out.push_back(fmt::format("test case {}: largest absolute error {:.4g} is over the board's atol {:.4g} "
+                                "(scienceslack.json guardrails)",
+                                id, c["error_abs_max"].get<double>(), *rules.atol));
+    if (rules.rtol && c["error_rel"].is_number() && c["error_rel"].get<double>() > *rules.rtol)
+      out.push_back(fmt::format("test case {}: error {:.4g} by the task's comparator is over the board's rtol {:.4g} "
+                                "(scienceslack.json guardrails)",
+                                id, c["error_rel"].get<double>(), *rules.rtol));
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::string> find_job_commit(const store::KernelRepo& repo, const std::string& kernel_id, std::int64_t job_id,
-                                    std::size_t scan) {
-  auto h = repo.history(kernel_id, scan);
+                                    std::size_t scan, const std::string& rev) {
+  auto h = repo.history(kernel_id, scan, rev);
   if (!h) return tl::unexpected(h.error());
   const std::string trailer = "\nKzoo-Job: " + std::to_string(job_id) + "\n";
   for (const auto& c : *h) {
@@ -234,7 +266,10 @@ JobReport Worker::process(const store::Job& job) {
     kernel_id = sub->kernel_id;
 
     // A commit by an earlier holder of this job that died before completing.
-    auto earlier = find_job_commit(repo_, kernel_id, job.id, o_.history_scan);
+    const std::string accept_branch = sub->route.empty() ? "main" : "routes/" + sub->route;
+    auto earlier = repo_.head("refs/heads/" + accept_branch)
+                       ? find_job_commit(repo_, kernel_id, job.id, o_.history_scan, "refs/heads/" + accept_branch)
+                       : Result<std::string>(std::string());
     if (!earlier) throw JobFailure{store::Outcome::failed, "cannot search the history of " + kernel_id + ": " + earlier.error().message};
     if (!earlier->empty()) {
       say(fmt::format("job {}: already committed as {} by an earlier holder; completing with it", job.id, *earlier));
@@ -251,8 +286,33 @@ JobReport Worker::process(const store::Job& job) {
       throw done;  // straight to completion
     }
 
-    // 1. The submission, read as the kernel it claims to be.
-    auto tar = package::read_package_tarball(sub->package_path, kernel_id);
+    // The board's rules in force (read at the `checks` tag only): its guardrails
+    // become the judge's parameters, and the check records which rules it used.
+    std::optional<board::Rules> rules;
+    if (auto r = board::rules_in_force(repo_); !r) {
+      throw JobFailure{store::Outcome::failed, "the board's rules cannot be read: " + r.error().message};
+    } else if (*r) {
+      rules = **r;
+      (void)board::record_in_force(repo_, *rules);
+    }
+    const bool is_baseline = sub->kind == "baseline";
+    const std::string target_branch = sub->route.empty() ? "main" : "routes/" + sub->route;
+    std::string baseline_commit;
+    if (is_baseline) {
+      auto bc = board::baseline_commit(repo_, kernel_id);
+      if (!bc) throw JobFailure{store::Outcome::failed, bc.error().message};
+      baseline_commit = *bc;
+    }
+
+    // 1. The submission, read as the kernel it claims to be (a baseline: the
+    // package's source at the commit that added it, from the repository).
+    auto tar = is_baseline ? Result<package::TarballRead>(package::TarballRead{})
+                           : package::read_package_tarball(sub->package_path, kernel_id);
+    if (is_baseline && tar) {
+      auto p = repo_.read_package(kernel_id, baseline_commit);
+      if (!p) throw JobFailure{store::Outcome::failed, p.error().message};
+      tar->tree = *p;
+    }
     if (!tar) throw JobFailure{store::Outcome::failed, "cannot read the uploaded package: " + tar.error().message};
     Violations bad = tar->violations;
     if (bad.empty()) {
@@ -269,13 +329,16 @@ JobReport Worker::process(const store::Job& job) {
     // kernel lands while the candidate is measured: it is then compared with
     // the new incumbent instead of failing the job.
     for (int round = 1;; ++round) {
-      // 2. The trusted harness and the incumbent, from one commit.
-      auto base = repo_.head();
+      // 2. The trusted harness and the incumbent, from one commit: the tip of
+      // the route the submission targets (main when it names none, or when
+      // the route does not exist yet: it starts there).
+      auto route_head = repo_.head("refs/heads/" + target_branch);
+      auto base = route_head ? route_head : repo_.head("refs/heads/main");
       if (!base) throw JobFailure{store::Outcome::failed, base.error().message};
       auto trusted = repo_.read_package(kernel_id, *base);
       if (!trusted) throw JobFailure{store::Outcome::failed, "the repository has no package " + kernel_id + ": " + trusted.error().message};
       package::PackageTree incumbent = subtree(*trusted, "src/");
-      const bool has_incumbent = !incumbent.files.empty();
+      const bool has_incumbent = !incumbent.files.empty() && !is_baseline;
       auto* desc_file = trusted->find(".kernel_package/desc.yaml");
       auto* bench_file = trusted->find(".kernel_package/benchmark.py");
       if (!desc_file || !bench_file) throw JobFailure{store::Outcome::failed, kernel_id + " at HEAD lacks its harness files"};
@@ -310,6 +373,19 @@ JobReport Worker::process(const store::Job& job) {
       g.memory_bytes = o_.memory_bytes;
       g.sandboxed = o_.sandboxed;
       g.judge_options = o_.judge_options.is_object() ? o_.judge_options : json::object();
+      // The board's guardrails are the judge's parameters. An operator's
+      // --iterations still wins (tests time fewer runs), but a check that timed
+      // fewer runs than the rules ask does not count on the board.
+      int timed_runs = o_.iterations.value_or(100);
+      if (rules) {
+        if (!o_.iterations) {
+          g.iterations = rules->timed_runs;
+          g.judge_options["iterations"] = rules->timed_runs;
+        }
+        timed_runs = o_.iterations.value_or(rules->timed_runs);
+        g.judge_options["warmup"] = rules->warmup;
+        g.judge_options["trials"] = rules->inputs;
+      }
       if (has_incumbent) {
         const std::string inc_dir = w->root + "/.kzoo/incumbent";
         if (auto r = package::write_tree(incumbent, inc_dir); !r)
@@ -319,26 +395,77 @@ JobReport Worker::process(const store::Job& job) {
         g.extra_ro_binds.push_back({inc_dir, std::string(runner::kSandboxWorkdir) + "/.kzoo/incumbent"});
       }
       say(fmt::format("job {}: grading {} ({}, {})", job.id, kernel_id, has_incumbent ? "A/B against the incumbent at " + base->substr(0, 12) : "no incumbent", o_.device));
+      const auto started = std::chrono::steady_clock::now();
       auto graded = runner::grade_workdir(*w, kernel_id, g);
+      const double cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
       // 5. Evidence, whatever happened.
       verdict::Verdict v;
       if (graded.document.is_object()) v = verdict::decide(graded.document, has_incumbent, o_.policy);
       json run{{"status", runner::to_string(graded.status)}, {"reason", graded.reason}, {"warnings", graded.warnings},
                {"violations", to_json(graded.violations)}, {"worker", o_.worker_id}, {"job", job.id},
-               {"base_commit", *base}, {"had_incumbent", has_incumbent}, {"device", o_.device}};
+               {"base_commit", *base}, {"had_incumbent", has_incumbent}, {"device", o_.device},
+               {"device_class", worker_device_class(o_)}, {"route", sub->route}, {"kind", sub->kind}};
+      // The check (board/): what it measured, under which rules, and whether it
+      // passed; a failed check counts for nothing.
+      json measured = board::measured_cases(graded.document, board::primaries_from_metas(trusted_insp.metas));
+      std::vector<std::string> breaks = rules ? guardrail_breaks(measured, *rules) : std::vector<std::string>{};
+      const bool judged_ok = graded.document.is_object() && measured["correct"].get<bool>() &&
+                             (is_baseline || v.outcome == verdict::Outcome::accepted);
+      std::vector<std::string> board_notes;
+      if (rules && timed_runs < rules->timed_runs)
+        board_notes.push_back(fmt::format("timed {} runs, the board's rules ask for {} (the worker's --iterations): "
+                                          "this check does not count on the board",
+                                          timed_runs, rules->timed_runs));
+      const bool passed = judged_ok && breaks.empty() && board_notes.empty();
+      json check{{"kind", sub->kind}, {"kernel_id", kernel_id}, {"route", sub->route}, {"job", job.id},
+                 {"submission", sub->id}, {"rules_commit", rules ? json(rules->commit) : json()},
+                 {"version", rules ? json(rules->version) : json()},
+                 {"device_class", board::result_device_class(run, graded.document)},
+                 {"board_device_class", rules ? json(rules->device_class) : json()}, {"cost_s", cost_s},
+                 {"passed", passed}, {"reasons", breaks}, {"notes", board_notes}, {"timed_runs", timed_runs},
+                 {"measured", measured},
+                 {"measured_commit", is_baseline ? baseline_commit : std::string()}};
+      json metrics_doc = json{{"score", nullptr}, {"cost", cost_s}, {"subtasks", json::array()}};
+      if (rules) {
+        std::optional<double> speedup;
+        if (auto b = board::baseline_for(repo_, *db_, *rules, kernel_id); b && !b->is_null())
+          speedup = board::kernel_figures((*b)["measured"], measured).speedup;
+        else if (is_baseline && passed)
+          speedup = 1.0;
+        double time_us = 0;
+        bool have_time = true;
+        for (const auto& c : measured["cases"])
+          if (c["time_us"].is_number()) time_us += c["time_us"].get<double>();
+          else have_time = false;
+        metrics_doc["subtasks"].push_back({{"id", kernel_id}, {"speedup", speedup ? json(*speedup) : json()},
+                                           {"metric", have_time ? json(time_us) : json()},
+                                           {"correct", measured["correct"]}});
+        if (passed) {
+          auto sp = board::route_speedups(repo_, *db_, *rules, is_baseline ? "refs/heads/main" : "refs/heads/" + target_branch);
+          std::map<std::string, double> m = sp ? *sp : std::map<std::string, double>{};
+          if (is_baseline) m.erase(kernel_id);
+          else if (speedup) m[kernel_id] = *speedup;
+          metrics_doc["score"] = board::board_score(rules->kernels, m);
+        }
+      }
       std::map<std::string, std::string> files{
           {"run.json", run.dump(2, ' ', false, json::error_handler_t::replace) + "\n"},
           {"stderr.log", graded.stderr_tail}};
       if (graded.document.is_object())
         files["benchmark_output.json"] = graded.document.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
       if (graded.document.is_object()) files["verdict.json"] = v.to_json().dump(2) + "\n";
+      files["check.json"] = check.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+      if (rules && rules->metrics_file != "check.json")
+        files[rules->metrics_file] = metrics_doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
       auto evidence = repo_.record_job_evidence(std::to_string(job.id), files,
                                                 fmt::format("evidence of job {} (submission {})", job.id, sub->id));
       if (!evidence) throw JobFailure{store::Outcome::failed, "cannot record evidence: " + evidence.error().message};
       rep.evidence_commit = *evidence;
       result["evidence_commit"] = *evidence;
       result["run"] = run;
+      result["check"] = check;
+      result["metrics"] = metrics_doc;
       if (graded.document.is_object()) result["benchmark_output"] = graded.document;
 
       // 6. Decide.
@@ -347,6 +474,24 @@ JobReport Worker::process(const store::Job& job) {
       if (!graded.document.is_object())
         throw JobFailure{store::Outcome::rejected, graded.reason};
       done.verdict = v.to_json();
+      if (is_baseline) {
+        // A baseline measures; it commits nothing. Accepted = it is the board's
+        // baseline now; the commit named is the one whose source it measured.
+        done.outcome = passed ? store::Outcome::accepted : store::Outcome::rejected;
+        done.accepted_commit = passed ? baseline_commit : "";
+        if (!passed) {
+          done.reasons = breaks;
+          done.reasons.insert(done.reasons.end(), board_notes.begin(), board_notes.end());
+          if (done.reasons.empty()) done.reasons = {graded.reason.empty() ? "the baseline's check did not pass" : graded.reason};
+        }
+        result["baseline_commit"] = baseline_commit;
+        throw done;
+      }
+      if (v.outcome == verdict::Outcome::accepted && !breaks.empty()) {
+        done.outcome = store::Outcome::rejected;
+        done.reasons = breaks;
+        throw done;
+      }
       if (v.outcome == verdict::Outcome::rejected) {
         done.outcome = store::Outcome::rejected;
         done.reasons = v.reasons;
@@ -365,7 +510,8 @@ JobReport Worker::process(const store::Job& job) {
       // Only onto the source it was measured against (`base`): if another accept
       // changed it meanwhile, this speed-up says nothing about the new source.
       auto acc = repo_.accept(kernel_id, subtree(tar->tree, "src/"), update, commit_message(*sub, job, v, ev),
-                              store::Person{person_name(sub->submitter_id), ""}, *base);
+                              store::Person{person_name(sub->submitter_id), ""}, *base,
+                              store::AcceptTarget{target_branch, *base});
       if (!acc) throw JobFailure{store::Outcome::failed, "cannot commit the accepted source: " + acc.error().message};
       if (acc->incumbent_moved) {
         if (round == kMeasureRounds)
@@ -378,11 +524,30 @@ JobReport Worker::process(const store::Job& job) {
                         job.id, kernel_id, round + 1, kMeasureRounds));
         continue;
       }
-      say(fmt::format("job {}: accepted as {} ({})", job.id, acc->commit, v.summary));
+      say(fmt::format("job {}: accepted as {} on {} ({})", job.id, acc->commit, target_branch, v.summary));
+      // Adoption (scienceslack.json `adopt`): with `auto` (and without rules:
+      // today's behaviour) a route's accept lands on main too, when main's
+      // source of this kernel is still the one it was measured against.
+      if (target_branch != "main" && (!rules || rules->adopt == "auto")) {
+        auto adopted = repo_.accept(kernel_id, subtree(tar->tree, "src/"), update,
+                                    commit_message(*sub, job, v, ev) + "Kzoo-Adopted-From: " + acc->commit + "\n",
+                                    store::Person{person_name(sub->submitter_id), ""}, *base);
+        if (!adopted) {
+          say(fmt::format("job {}: not adopted onto main: {}", job.id, adopted.error().message));
+          done.reasons.push_back("accepted on " + target_branch + "; not adopted onto main: " + adopted.error().message);
+        } else if (adopted->incumbent_moved) {
+          done.reasons.push_back("accepted on " + target_branch + "; not adopted onto main: main's source of " +
+                                 kernel_id + " is not the one this was measured against (a maintainer merges it)");
+        } else {
+          result["adopted_commit"] = adopted->commit;
+          say(fmt::format("job {}: adopted onto main as {}", job.id, adopted->commit));
+        }
+      }
       done.outcome = store::Outcome::accepted;
       done.accepted_commit = acc->commit;
-      done.reasons = v.notes;
+      for (auto& n : v.notes) done.reasons.insert(done.reasons.begin(), n);
       result["accepted_commit"] = acc->commit;
+      result["branch"] = target_branch;
       break;
     }
   } catch (store::Completion& c) {

@@ -110,6 +110,6 @@ class Worker {
 // The commit on `main` (newest first among the package's last `scan` commits)
 // whose message carries the trailer `Kzoo-Job: <job_id>`; empty if none.
 Result<std::string> find_job_commit(const store::KernelRepo& repo, const std::string& kernel_id,
-                                    std::int64_t job_id, std::size_t scan = 200);
+                                    std::int64_t job_id, std::size_t scan = 200, const std::string& rev = "HEAD");
 
 }  // namespace kzoo::worker

@@ -1,0 +1,446 @@
+#include "kzoo/board/board.hpp"
+
+#include <algorithm>
+#include <ctime>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "kzoo/board/score.hpp"
+#include "kzoo/format/json_schema.hpp"
+#include "kzoo/format/json_text.hpp"
+
+namespace kzoo::board {
+
+using nlohmann::json;
+
+namespace {
+
+std::string iso(std::int64_t ms) {
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The job id in a commit message's `Kzoo-Job: N` trailer, or -1.
+std::int64_t job_of(const std::string& message) {
+  static const std::regex re("(^|\n)Kzoo-Job: ([0-9]{1,18})(\n|$)");
+  std::smatch m;
+  if (!std::regex_search(message, m, re)) return -1;
+  return std::stoll(m[2]);
+}
+
+bool matches(const json& check, const Rules& rules) {
+  return check.is_object() && check.value("passed", false) && check.value("version", 0) == rules.version &&
+         check.value("device_class", "") == rules.device_class;
+}
+
+std::string route_name_of(const std::string& ref) {
+  if (ref == "refs/heads/main") return "main";
+  return ref.substr(std::string("refs/heads/").size());  // "routes/<name>"
+}
+
+// Every submission matching `f`, newest first (paged through the store).
+Result<std::vector<store::Submission>> all_submissions(store::StateDb& db, store::SubmissionFilter f) {
+  std::vector<store::Submission> out;
+  f.limit = 1000;
+  for (;;) {
+    auto page = db.list_submissions(f);
+    if (!page) return fail(page.error().message);
+    if (page->empty()) break;
+    out.insert(out.end(), page->begin(), page->end());
+    f.before_id = page->back().id;
+    if (page->size() < 1000) break;
+  }
+  return out;
+}
+
+double job_cost(store::StateDb& db, const store::Submission& s) {
+  double cost = 0;
+  auto jobs = db.jobs_of(s.id);
+  if (!jobs) return 0;
+  for (const auto& j : *jobs)
+    if (j.result.is_object() && j.result.contains("check") && j.result["check"].is_object())
+      cost += j.result["check"].value("cost_s", 0.0);
+  return cost;
+}
+
+// A route's reported metrics: routes/<name>/metrics.json on its branch.
+json reported_of(const store::KernelRepo& repo, const Rules& rules, const std::string& ref, const std::string& name) {
+  if (name == "main") return nullptr;
+  const std::string path = name + "/metrics.json";  // name is "routes/<x>"
+  auto text = repo.read_file(path, ref);
+  if (!text) return nullptr;
+  json out = {{"path", path}};
+  auto doc = format::parse_json(*text, path);
+  if (!doc) {
+    out["error"] = to_string(doc.error());
+    return out;
+  }
+  Violations vs = format::SchemaSet::bundled().validate(*doc, "board_metrics", path);
+  if (!vs.empty()) {
+    out["error"] = to_string(vs.front());
+    return out;
+  }
+  auto h = repo.history(path, 1, ref);
+  std::string by = h && !h->empty() ? h->front().author.name : "";
+  out["score"] = (*doc)["score"];
+  out["cost"] = (*doc)["cost"];
+  out["by"] = by;
+  out["by_maintainer"] = std::find(rules.maintainers.begin(), rules.maintainers.end(), by) != rules.maintainers.end();
+  out["date"] = h && !h->empty() ? json(iso(h->front().time * 1000)) : json();
+  out["commit"] = h && !h->empty() ? json(h->front().id) : json();
+  return out;
+}
+
+}  // namespace
+
+bool valid_route_name(const std::string& name) {
+  static const std::regex re("^[a-z0-9][a-z0-9._-]{0,62}$");
+  return std::regex_match(name, re) && name.find("..") == std::string::npos && !name.ends_with(".lock") &&
+         !name.ends_with(".");
+}
+
+Result<std::string> baseline_commit(const store::KernelRepo& repo, const std::string& kernel_id) {
+  auto h = repo.history(kernel_id + "/src", 100000, "refs/heads/main");
+  if (!h) return tl::unexpected(h.error());
+  if (h->empty()) return fail(fmt::format("kernel {} has no source on main", kernel_id));
+  return h->back().id;
+}
+
+json check_record(const store::KernelRepo& repo, std::int64_t job_id) {
+  auto ev = repo.read_job_evidence(std::to_string(job_id));
+  if (!ev || !ev->count("check.json")) return nullptr;
+  auto doc = format::parse_json(ev->at("check.json"), "check.json");
+  if (!doc) return nullptr;
+  return *doc;
+}
+
+Result<json> baseline_for(const store::KernelRepo& repo, store::StateDb& db, const Rules& rules,
+                          const std::string& kernel_id) {
+  store::SubmissionFilter f;
+  f.kernel_id = kernel_id;
+  f.kind = "baseline";
+  f.state = store::State::accepted;
+  auto subs = all_submissions(db, f);
+  if (!subs) return tl::unexpected(subs.error());
+  for (const auto& s : *subs) {
+    auto jobs = db.jobs_of(s.id);
+    if (!jobs || jobs->empty()) continue;
+    json c = check_record(repo, jobs->back().id);
+    if (matches(c, rules)) {
+      c["job"] = jobs->back().id;
+      c["submission"] = s.id;
+      c["time"] = iso(s.updated_at);
+      return c;
+    }
+  }
+  return json();
+}
+
+Result<json> route_result(const store::KernelRepo& repo, const Rules& rules, const std::string& ref,
+                          const std::string& kernel_id) {
+  auto hist = repo.history(kernel_id + "/src", 200, ref);
+  if (!hist) return json();  // the kernel is not on this route
+  for (const auto& c : *hist) {
+    std::int64_t job = job_of(c.message);
+    if (job < 0) return json();  // unverified source: the eager one, or a hand edit
+    json check = check_record(repo, job);
+    if (matches(check, rules))
+      return json{{"commit", c.id}, {"time", iso(c.time * 1000)}, {"time_ms", c.time * 1000}, {"job", job},
+                  {"check", check}, {"author", c.author.name}};
+  }
+  return json();
+}
+
+Result<std::map<std::string, double>> route_speedups(const store::KernelRepo& repo, store::StateDb& db,
+                                                     const Rules& rules, const std::string& ref) {
+  std::map<std::string, double> out;
+  for (const auto& k : rules.kernels) {
+    auto r = route_result(repo, rules, ref, k);
+    if (!r) return tl::unexpected(r.error());
+    if (r->is_null()) continue;
+    auto b = baseline_for(repo, db, rules, k);
+    if (!b) return tl::unexpected(b.error());
+    if (b->is_null()) continue;
+    auto f = kernel_figures((*b)["measured"], (*r)["check"]["measured"]);
+    if (f.speedup) out[k] = *f.speedup;
+  }
+  return out;
+}
+
+namespace {
+
+struct RouteInfo {
+  std::string name, ref, owner, head;
+  store::UnixMs created_at = 0;
+};
+
+Result<std::vector<RouteInfo>> list_routes(const store::KernelRepo& repo, store::StateDb& db) {
+  std::vector<RouteInfo> out;
+  auto main = repo.head("refs/heads/main");
+  if (!main) return tl::unexpected(main.error());
+  out.push_back({"main", "refs/heads/main", "maintainers", *main, 0});
+  auto owners = db.list_routes();
+  if (!owners) return fail(owners.error().message);
+  std::map<std::string, store::Route> by_name;
+  for (const auto& r : *owners) by_name[r.name] = r;
+  auto refs = repo.list_refs(kRoutePrefix);
+  if (!refs) return tl::unexpected(refs.error());
+  for (const auto& ref : *refs) {
+    std::string name = ref.substr(std::string(kRoutePrefix).size());
+    auto head = repo.head(ref);
+    if (!head) continue;
+    auto it = by_name.find(name);
+    out.push_back({"routes/" + name, ref, it != by_name.end() ? it->second.owner : "", *head,
+                   it != by_name.end() ? it->second.created_at : 0});
+  }
+  return out;
+}
+
+// The JSON of one board under `rules`.
+Result<json> compute(const store::KernelRepo& repo, store::StateDb& db, const Rules& rules, bool in_force,
+                     store::UnixMs now) {
+  auto routes = list_routes(repo, db);
+  if (!routes) return tl::unexpected(routes.error());
+  const bool cpu_board = rules.device_class == "cpu";
+
+  // Baselines, once per kernel.
+  std::map<std::string, json> baselines;
+  for (const auto& k : rules.kernels) {
+    auto b = baseline_for(repo, db, rules, k);
+    if (!b) return tl::unexpected(b.error());
+    baselines[k] = *b;
+  }
+
+  json route_docs = json::array();
+  std::map<std::string, json> best;  // kernel -> best verified entry
+  std::int64_t last_scored = 0;
+  for (const auto& r : *routes) {
+    json kernels = json::array();
+    std::map<std::string, double> speedups;
+    std::int64_t date = 0;
+    for (const auto& k : rules.kernels) {
+      json entry = {{"kernel_id", k}, {"speedup", nullptr}, {"time_us", nullptr}, {"eager_us", nullptr},
+                    {"roofline_pct", nullptr}, {"commit", nullptr}, {"job", nullptr}, {"date", nullptr}};
+      auto res = route_result(repo, rules, r.ref, k);
+      if (!res) return tl::unexpected(res.error());
+      if (res->is_null()) {
+        entry["note"] = "no verified result: counts 1";
+      } else if (baselines[k].is_null()) {
+        entry["note"] = "no baseline measured on " + rules.device_class + " under version " +
+                        std::to_string(rules.version) + ": counts 1";
+        entry["commit"] = (*res)["commit"];
+        entry["job"] = (*res)["job"];
+      } else {
+        auto f = kernel_figures(baselines[k]["measured"], (*res)["check"]["measured"]);
+        entry["commit"] = (*res)["commit"];
+        entry["job"] = (*res)["job"];
+        entry["date"] = (*res)["time"];
+        entry["author"] = (*res)["author"];
+        if (f.time_us) entry["time_us"] = *f.time_us;
+        if (f.eager_us) entry["eager_us"] = *f.eager_us;
+        if (f.roofline_pct && !cpu_board) entry["roofline_pct"] = *f.roofline_pct;
+        if (f.speedup) {
+          entry["speedup"] = *f.speedup;
+          speedups[k] = *f.speedup;
+          date = std::max<std::int64_t>(date, (*res)["time_ms"].get<std::int64_t>());
+          auto& b = best[k];
+          if (b.is_null() || b["speedup"].get<double>() < *f.speedup) {
+            b = entry;
+            b["route"] = r.name;
+          }
+        } else {
+          entry["note"] = f.note + ": counts 1";
+        }
+      }
+      kernels.push_back(entry);
+    }
+    last_scored = std::max(last_scored, date);
+    double cost = 0;
+    store::SubmissionFilter f;
+    f.route = r.name == "main" ? "" : r.name.substr(7);
+    f.kind = "submission";
+    auto subs = all_submissions(db, f);
+    if (!subs) return tl::unexpected(subs.error());
+    for (const auto& s : *subs) cost += job_cost(db, s);
+    json doc = {{"name", r.name},
+                {"ref", r.ref},
+                {"head", r.head},
+                {"owner", r.owner},
+                {"verified",
+                 {{"score", speedups.empty() ? json() : json(board_score(rules.kernels, speedups))},
+                  {"kernels_with_results", speedups.size()},
+                  {"date", date ? json(iso(date)) : json()}}},
+                {"cost_s", cost},
+                {"reported", reported_of(repo, rules, r.ref, r.name)},
+                {"kernels", kernels}};
+    route_docs.push_back(doc);
+  }
+
+  // The ranking: verified scores, and what maintainers reported; others beside.
+  json ranking = json::array(), others = json::array();
+  for (const auto& r : route_docs) {
+    if (r["verified"]["score"].is_number())
+      ranking.push_back({{"route", r["name"]}, {"owner", r["owner"]}, {"kind", "verified"},
+                         {"score", r["verified"]["score"]}, {"cost_s", r["cost_s"]}, {"date", r["verified"]["date"]}});
+    const json& rep = r["reported"];
+    if (rep.is_object() && rep.contains("score") && rep["score"].is_number()) {
+      json e = {{"route", r["name"]}, {"owner", r["owner"]}, {"kind", "reported"}, {"score", rep["score"]},
+                {"cost_s", rep["cost"]}, {"date", rep["date"]}, {"by", rep["by"]}};
+      (rep["by_maintainer"].get<bool>() ? ranking : others).push_back(e);
+    }
+  }
+  auto by_score = [](const json& a, const json& b) {
+    if (a["score"].get<double>() != b["score"].get<double>()) return a["score"].get<double>() > b["score"].get<double>();
+    return a["route"].get<std::string>() < b["route"].get<std::string>();
+  };
+  std::stable_sort(ranking.begin(), ranking.end(), by_score);
+  std::stable_sort(others.begin(), others.end(), by_score);
+  for (std::size_t i = 0; i < ranking.size(); ++i) ranking[i]["rank"] = i + 1;
+
+  json kernels = json::array();
+  for (const auto& k : rules.kernels) {
+    const json& b = baselines[k];
+    json e = {{"kernel_id", k}, {"baseline_job", b.is_null() ? json() : b["job"]}, {"eager_us", nullptr},
+              {"best_us", nullptr}, {"speedup", 1.0}, {"route", nullptr}, {"roofline_pct", nullptr}, {"job", nullptr}};
+    if (!b.is_null()) {
+      double eager = 0;
+      bool all = true;
+      for (const auto& c : b["measured"]["cases"])
+        if (c["time_us"].is_number()) eager += c["time_us"].get<double>();
+        else all = false;
+      if (all) e["eager_us"] = eager;
+    }
+    if (best.count(k) && !best[k].is_null()) {
+      e["best_us"] = best[k]["time_us"];
+      e["speedup"] = best[k]["speedup"];
+      e["route"] = best[k]["route"];
+      e["roofline_pct"] = best[k]["roofline_pct"];
+      e["job"] = best[k]["job"];
+      e["commit"] = best[k]["commit"];
+    } else {
+      e["note"] = b.is_null() ? "no baseline yet" : "no verified result: counts 1";
+    }
+    kernels.push_back(e);
+  }
+
+  const json& bm = rules.doc["benchmark"];
+  std::int64_t started_ms = rules.commit_time * 1000;
+  if (bm.contains("started")) {
+    std::tm tm{};
+    std::string s = bm["started"];
+    if (strptime(s.substr(0, 10).c_str(), "%Y-%m-%d", &tm)) started_ms = static_cast<std::int64_t>(timegm(&tm)) * 1000;
+  }
+  std::string status = rules.status;
+  std::string status_note;
+  if (status == "active") {
+    std::int64_t since = last_scored ? last_scored : started_ms;
+    if (now - since > kQuietAfterMs) {
+      status = "quiet";
+      status_note = "No route has been scored for two weeks";
+    }
+  }
+
+  // Who is at work.
+  std::set<std::string> at_work, all;
+  std::int64_t last_activity = 0;
+  {
+    store::SubmissionFilter f;
+    f.kind = "submission";
+    auto subs = all_submissions(db, f);
+    if (!subs) return tl::unexpected(subs.error());
+    for (const auto& s : *subs) {
+      all.insert(s.submitter_id);
+      if (s.state == store::State::queued || s.state == store::State::running || s.state == store::State::received)
+        at_work.insert(s.submitter_id);
+      last_activity = std::max(last_activity, s.updated_at);
+    }
+  }
+  auto agents = repo.read_file("AGENTS.md", "refs/heads/main");
+  auto vs = versions(repo);
+
+  return json{{"board", bm["id"]},
+              {"title", bm["title"]},
+              {"description", bm.value("description", "")},
+              {"task", bm["task"]},
+              {"metric", bm["metric"]},
+              {"baseline", bm["baseline"]},
+              {"version", rules.version},
+              {"in_force", in_force},
+              {"versions", vs ? json(*vs) : json::array()},
+              {"status", status},
+              {"status_set", rules.status},
+              {"status_note", status_note},
+              {"started", iso(started_ms)},
+              {"rules_commit", rules.commit},
+              {"adopt", rules.adopt},
+              {"device_class", rules.device_class},
+              {"guardrails", bm["guardrails"]},
+              {"checks", bm["checks"]},
+              {"partitions", bm.value("partitions", json::array())},
+              {"maintainers", rules.maintainers},
+              {"kernel_ids", rules.kernels},
+              {"counts",
+               {{"agents_at_work", at_work.size()},
+                {"agents", all.size()},
+                {"routes", routes->size() - 1},
+                {"last_activity", last_activity ? json(iso(last_activity)) : json()},
+                {"last_scored", last_scored ? json(iso(last_scored)) : json()}}},
+              {"ranking", ranking},
+              {"reported_others", others},
+              {"kernels", kernels},
+              {"routes", route_docs},
+              {"project_rules", agents ? json(*agents) : json()}};
+}
+
+}  // namespace
+
+Result<std::optional<json>> board_json(const store::KernelRepo& repo, store::StateDb& db, std::optional<int> version,
+                                       store::UnixMs now) {
+  auto in_force = rules_in_force(repo);
+  if (!in_force) return tl::unexpected(in_force.error());
+  if (*in_force)
+    if (auto r = record_in_force(repo, **in_force); !r) return tl::unexpected(r.error());
+  std::optional<Rules> rules;
+  bool current = false;
+  if (!version || (*in_force && (*in_force)->version == *version)) {
+    rules = *in_force;
+    current = true;
+  } else {
+    auto old = rules_of_version(repo, *version);
+    if (!old) return tl::unexpected(old.error());
+    rules = *old;
+  }
+  if (!rules) return std::optional<json>();
+  auto doc = compute(repo, db, *rules, current, now);
+  if (!doc) return tl::unexpected(doc.error());
+  return std::optional<json>(std::move(*doc));
+}
+
+Result<json> routes_json(const store::KernelRepo& repo, store::StateDb& db, store::UnixMs now) {
+  auto b = board_json(repo, db, std::nullopt, now);
+  if (!b) return tl::unexpected(b.error());
+  auto routes = list_routes(repo, db);
+  if (!routes) return tl::unexpected(routes.error());
+  json out = json::array();
+  for (const auto& r : *routes) {
+    json e = {{"name", r.name}, {"ref", r.ref}, {"owner", r.owner}, {"head", r.head},
+              {"created_at", r.created_at ? json(iso(r.created_at)) : json()}};
+    if (*b)
+      for (const auto& x : (**b)["routes"])
+        if (x["name"] == r.name) {
+          e["verified"] = x["verified"];
+          e["reported"] = x["reported"];
+          e["cost_s"] = x["cost_s"];
+        }
+    out.push_back(e);
+  }
+  return json{{"routes", out}, {"version", *b ? (**b)["version"] : json()}};
+}
+
+}  // namespace kzoo::board
