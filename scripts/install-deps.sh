@@ -12,9 +12,13 @@ PKGS=(
   nlohmann-json3-dev libvalijson-dev libyaml-cpp-dev libarchive-dev libgit2-dev
   libsqlite3-dev libsqlitecpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libcpp-httplib-dev libexpected-dev libssl-dev zlib1g-dev libseccomp-dev
+  # the board's pages: templates and AGENTS.md (LIBNOTES)
+  libkainjow-mustache-dev libcmark-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   wrk  # normal traffic beside slow clients (scripts/bench_front_door.sh)
+  # the pages' browser test (tests/cli/board_pages.sh): Debian's chromium, driven by npm playwright-core
+  chromium nodejs npm
   # the judge (CPU PyTorch for machines without a GPU) and the sandbox
   python3 python3-torch python3-yaml python3-numpy bubblewrap
 )

@@ -10,6 +10,7 @@
 #include "kzoo/board/score.hpp"
 #include "kzoo/format/json_schema.hpp"
 #include "kzoo/format/json_text.hpp"
+#include "kzoo/format/yaml_json.hpp"
 
 namespace kzoo::board {
 
@@ -420,6 +421,56 @@ Result<std::optional<json>> board_json(const store::KernelRepo& repo, store::Sta
   auto doc = compute(repo, db, *rules, current, now);
   if (!doc) return tl::unexpected(doc.error());
   return std::optional<json>(std::move(*doc));
+}
+
+Result<json> kernel_json(const store::KernelRepo& repo, store::StateDb& db, const std::string& kernel_id) {
+  json out = {{"kernel_id", kernel_id}, {"on_board", false}, {"description", nullptr}, {"summary", nullptr},
+              {"baseline", nullptr}, {"points", json::array()}};
+  auto desc_text = repo.read_file(kernel_id + "/.kernel_package/desc.yaml", "refs/heads/main");
+  if (!desc_text) return fail(fmt::format("no kernel {} on main", kernel_id));
+  if (auto d = format::parse_yaml(*desc_text, "desc.yaml"); d && d->is_object()) {
+    out["description"] = d->value("description", json());
+    out["summary"] = d->value("summary", json());
+  }
+  auto rules = rules_in_force(repo);
+  if (!rules) return tl::unexpected(rules.error());
+  if (!*rules) return out;
+  const Rules& r = **rules;
+  out["on_board"] = std::find(r.kernels.begin(), r.kernels.end(), kernel_id) != r.kernels.end();
+  out["version"] = r.version;
+  out["device_class"] = r.device_class;
+  auto base = baseline_for(repo, db, r, kernel_id);
+  if (!base) return tl::unexpected(base.error());
+  out["baseline"] = *base;
+  auto routes = list_routes(repo, db);
+  if (!routes) return tl::unexpected(routes.error());
+  std::map<std::string, json> seen;  // job -> point (an adopted result is one check on two branches)
+  for (const auto& rt : *routes) {
+    auto hist = repo.history(kernel_id + "/src", 200, rt.ref);
+    if (!hist) continue;
+    for (const auto& c : *hist) {
+      std::int64_t job = job_of(c.message);
+      if (job < 0) break;
+      json check = check_record(repo, job);
+      if (!matches(check, r)) continue;
+      std::optional<double> sp;
+      if (!base->is_null()) sp = kernel_figures((*base)["measured"], check["measured"]).speedup;
+      if (!sp) continue;
+      json& p = seen[std::to_string(job)];
+      if (p.is_null() || rt.name != "main")
+        p = {{"date", iso(c.time * 1000)}, {"time_ms", c.time * 1000}, {"speedup", *sp}, {"route", rt.name},
+             {"commit", c.id}, {"job", job}, {"author", c.author.name}};
+    }
+  }
+  std::vector<json> pts;
+  for (auto& [k, v] : seen) pts.push_back(v);
+  std::sort(pts.begin(), pts.end(), [](const json& a, const json& b) {
+    return a["time_ms"].get<std::int64_t>() != b["time_ms"].get<std::int64_t>()
+               ? a["time_ms"].get<std::int64_t>() < b["time_ms"].get<std::int64_t>()
+               : a["job"].get<std::int64_t>() < b["job"].get<std::int64_t>();
+  });
+  out["points"] = pts;
+  return out;
 }
 
 Result<json> routes_json(const store::KernelRepo& repo, store::StateDb& db, store::UnixMs now) {

@@ -61,6 +61,11 @@ Result<std::map<std::string, double>> route_speedups(const store::KernelRepo& re
 Result<std::optional<nlohmann::json>> board_json(const store::KernelRepo& repo, store::StateDb& db,
                                                  std::optional<int> version, store::UnixMs now);
 
+// One kernel of the board in force: its desc (desc.yaml at main), its baseline,
+// and every verified result on every route, oldest first:
+// {kernel_id, on_board, description, summary, baseline, points: [{date, time_ms, speedup, route, commit, job}]}.
+Result<nlohmann::json> kernel_json(const store::KernelRepo& repo, store::StateDb& db, const std::string& kernel_id);
+
 // GET /api/routes: every route with owner, ref, head and, under the rules in
 // force, its verified and reported scores.
 Result<nlohmann::json> routes_json(const store::KernelRepo& repo, store::StateDb& db, store::UnixMs now);

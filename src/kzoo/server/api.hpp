@@ -77,6 +77,10 @@ struct Api {
   void get_board_version(const httplib::Request& req, httplib::Response& res);
   void get_routes(const httplib::Request& req, httplib::Response& res);
   void post_baselines(const httplib::Request& req, httplib::Response& res);
+  void page_board(const httplib::Request& req, httplib::Response& res);
+  void page_board_version(const httplib::Request& req, httplib::Response& res);
+  void page_kernel(const httplib::Request& req, httplib::Response& res);
+  void page_submission(const httplib::Request& req, httplib::Response& res);
 
   // Rejects submissions left `received` by a killed server; deletes stray uploads.
   Result<int> recover();

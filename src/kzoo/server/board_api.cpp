@@ -9,6 +9,7 @@
 #include "kzoo/board/board.hpp"
 #include "kzoo/package/tarball.hpp"
 #include "kzoo/server/api.hpp"
+#include "kzoo/server/pages.hpp"
 #include "kzoo/server/upload_file.hpp"
 #include "kzoo/store/sqlite_state_db.hpp"
 
@@ -105,6 +106,76 @@ void Api::post_baselines(const httplib::Request& req, httplib::Response& res) {
                    {"links", {{"self", fmt::format("/api/submissions/{}", s->id)}}}});
   }
   send_json(res, 202, {{"version", (*rules)->version}, {"device_class", (*rules)->device_class}, {"submissions", out}});
+}
+
+namespace {
+
+void send_html(httplib::Response& res, int status, const std::string& html) {
+  res.status = status;
+  res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:");
+  res.set_content(html, "text/html; charset=utf-8");
+}
+
+}  // namespace
+
+void Api::page_board(const httplib::Request&, httplib::Response& res) {
+  auto lease = db.get();
+  if (!lease) return send_html(res, 503, render_message_page("Board unavailable", lease.error().message));
+  auto b = board::board_json(repo, *(*lease).operator->(), std::nullopt, store::system_now_ms());
+  if (!b) return send_html(res, 500, render_message_page("Board unavailable", b.error().message));
+  if (!*b)
+    return send_html(res, 200,
+                     render_message_page("No board yet",
+                                         "This project declares no checks yet: commit scienceslack.json at the root "
+                                         "of kernel_data and tag that commit `checks`."));
+  send_html(res, 200, render_board_page(**b));
+}
+
+void Api::page_board_version(const httplib::Request& req, httplib::Response& res) {
+  int v = 0;
+  const std::string s = req.matches[1];
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  auto lease = db.get();
+  if (!lease) return send_html(res, 503, render_message_page("Board unavailable", lease.error().message));
+  auto b = board::board_json(repo, *(*lease).operator->(), v, store::system_now_ms());
+  if (!b) return send_html(res, 500, render_message_page("Board unavailable", b.error().message));
+  if (!*b) return send_html(res, 404, render_message_page("No such board", fmt::format("There is no board of version {}.", v)));
+  send_html(res, 200, render_board_page(**b));
+}
+
+void Api::page_kernel(const httplib::Request& req, httplib::Response& res) {
+  const std::string id = req.matches[1];
+  auto idx = kernels();
+  if (!idx) return send_html(res, 500, render_message_page("Repository unavailable", idx.error().message));
+  if (!(*idx)->ids.count(id))
+    return send_html(res, 404, render_message_page("No such kernel", fmt::format("There is no kernel {}.", id)));
+  auto lease = db.get();
+  if (!lease) return send_html(res, 503, render_message_page("Board unavailable", lease.error().message));
+  auto k = board::kernel_json(repo, *(*lease).operator->(), id);
+  if (!k) return send_html(res, 500, render_message_page("Kernel unavailable", k.error().message));
+  send_html(res, 200, render_kernel_page(*k));
+}
+
+void Api::page_submission(const httplib::Request& req, httplib::Response& res) {
+  std::int64_t id = 0;
+  const std::string s = req.matches[1];
+  std::from_chars(s.data(), s.data() + s.size(), id);
+  auto lease = db.get();
+  if (!lease) return send_html(res, 503, render_message_page("Unavailable", lease.error().message));
+  auto sub = (*lease)->get_submission(id);
+  if (!sub)
+    return send_html(res, sub.error().kind == store::StateError::not_found ? 404 : 500,
+                     render_message_page("No such submission", sub.error().message));
+  auto jobs = (*lease)->jobs_of(id);
+  nlohmann::json js = nlohmann::json::array();
+  if (jobs)
+    for (const auto& j : *jobs) js.push_back({{"id", j.id}, {"state", store::to_string(j.state)}});
+  send_html(res, 200,
+            render_submission_page({{"id", sub->id}, {"kernel_id", sub->kernel_id}, {"submitter_id", sub->submitter_id},
+                                    {"summary", sub->summary}, {"state", store::to_string(sub->state)},
+                                    {"verdict", sub->verdict}, {"reasons", sub->reasons},
+                                    {"accepted_commit", sub->accepted_commit}, {"created_at", iso8601(sub->created_at)},
+                                    {"route", sub->route}, {"kind", sub->kind}, {"jobs", js}}));
 }
 
 }  // namespace kzoo::server

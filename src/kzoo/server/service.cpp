@@ -117,6 +117,10 @@ const std::vector<Route>& routes() {
       {"GET", "/api/boards/{version}", "/api/boards/([0-9]{1,7})"},
       {"GET", "/api/routes", "/api/routes"},
       {"POST", "/api/board/baselines", "/api/board/baselines"},
+      {"GET", "/", "/"},
+      {"GET", "/boards/{version}", "/boards/([0-9]{1,7})"},
+      {"GET", "/kernels/{kernel_id}", "/kernels/([A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+){0,15})"},
+      {"GET", "/submissions/{id}", "/submissions/([0-9]{1,18})"},
   };
   return r;
 }
@@ -298,6 +302,10 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   get("/api/board", &Api::get_board);
   get("/api/boards/{version}", &Api::get_board_version);
   get("/api/routes", &Api::get_routes);
+  get("/", &Api::page_board);
+  get("/boards/{version}", &Api::page_board_version);
+  get("/kernels/{kernel_id}", &Api::page_kernel);
+  get("/submissions/{id}", &Api::page_submission);
   http.Post("/api/board/baselines",
             [api](const httplib::Request& req, httplib::Response& res) { api->post_baselines(req, res); });
   http.Get("/healthz", [api](const httplib::Request&, httplib::Response& res) {
