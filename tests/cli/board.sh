@@ -277,6 +277,23 @@ run_to "kzoo board prints the ranking and the page's URL" 0 "$KZOO" board
 check "kzoo board's text names both routes and the URL" \
   "$(grep -q "routes/fast-softmax" "$T/out" && grep -q "routes/fast-rmsnorm" "$T/out" && grep -q "page: $KZOO_SERVER/" "$T/out"; echo $?)"
 
+# ---------------------------------------------------------------- the pages, in a real browser
+# AGENTS.md with raw HTML: the page shows its text, never runs its script.
+(cd "$T/clone" && git fetch -q origin && git checkout -q -B main origin/main &&
+ printf '# Rules\n\nBe *kind*. <script>document.title="pwned"</script>\n' >AGENTS.md && git add AGENTS.md &&
+ git -c user.name=kzoo-maintainer -c user.email=m@example.org commit -q -m "AGENTS.md" && git push -q origin main)
+curl -fsS "$KZOO_SERVER/" >"$T/page.html"
+check "GET / renders AGENTS.md (cmark) without its raw HTML" \
+  "$(grep -q "<em>kind</em>" "$T/page.html" && ! grep -q "<script" "$T/page.html"; echo $?)"
+BROWSER_DIR="$SRC/tests/browser"
+if [ ! -d "$BROWSER_DIR/node_modules/playwright-core" ]; then
+  (cd "$BROWSER_DIR" && npm install --no-audit --no-fund >"$T/npm.log" 2>&1) || { cat "$T/npm.log"; fail "npm install playwright-core"; }
+fi
+sub_soft_id=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/sub_soft.json")
+node "$BROWSER_DIR/board_pages.mjs" "$KZOO_SERVER" "$sub_soft_id" >"$T/browser.log" 2>&1
+check "the pages in chromium: ranking, geomean, plots, no console errors, nothing leaves 127.0.0.1, readable without JavaScript" $?
+sed 's/^/    /' "$T/browser.log"
+
 # ---------------------------------------------------------------- 5. rules changed on main, tag not moved
 edit_rules() {  # edit_rules PYTHON-STATEMENT-ON-b MESSAGE
   (cd "$T/clone" && git fetch -q origin && git checkout -q -B main origin/main &&
