@@ -24,3 +24,6 @@ PKGS=(
 )
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${PKGS[@]}"
+# The board pages' browser test drives Debian's chromium with npm's
+# playwright-core (tests/browser/package.json); playwright-core downloads no browser.
+(cd "$(dirname "$0")/../tests/browser" && npm install --no-audit --no-fund --silent)
