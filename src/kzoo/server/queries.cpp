@@ -146,6 +146,8 @@ void Api::get_submission(const httplib::Request& req, httplib::Response& res) {
             {{"id", s->id},
              {"kernel_id", s->kernel_id},
              {"submitter_id", s->submitter_id},
+             {"route", s->route.empty() ? nlohmann::json() : nlohmann::json(s->route)},
+             {"kind", s->kind},
              {"optimization_summary", s->summary},
              {"sha256", s->sha256},
              {"state", store::to_string(s->state)},
@@ -157,7 +159,7 @@ void Api::get_submission(const httplib::Request& req, httplib::Response& res) {
              {"created_at", iso8601(s->created_at)},
              {"updated_at", iso8601(s->updated_at)},
              {"jobs", js},
-             {"links", {{"self", fmt::format("/api/submissions/{}", s->id)}}}});
+             {"links", {{"self", fmt::format("/api/submissions/{}", s->id)}, {"page", fmt::format("/submissions/{}", s->id)}}}});
 }
 
 void Api::get_job_log(const httplib::Request& req, httplib::Response& res) {
