@@ -17,11 +17,17 @@ PKGS=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   wrk  # normal traffic beside slow clients (scripts/bench_front_door.sh)
-  # the pages' browser test (tests/cli/board_pages.sh): Debian's chromium, driven by npm playwright-core
-  chromium nodejs npm
+  # the pages' browser test (tests/cli/board.sh): Debian's chromium, driven by npm playwright-core
+  chromium
   # the judge (CPU PyTorch for machines without a GPU) and the sandbox
   python3 python3-torch python3-yaml python3-numpy bubblewrap
 )
+# Node.js and npm for the browser test: Debian's, unless the machine already has a node with
+# npm (an image with NodeSource's nodejs, which bundles npm: Debian's npm package cannot be
+# installed beside it, "held broken packages").
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  PKGS+=(nodejs npm)
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${PKGS[@]}"
 # The board pages' browser test drives Debian's chromium with npm's
