@@ -69,15 +69,34 @@ json valid(const std::string& name) {
                   "tolerance": {"value": 0.01, "comparator": "relative-frobenius"}},
       "environment": {"gpus": 1}})");
   }
+  if (name == "board_metrics") {
+    return json::parse(R"({"score": 1.5, "cost": 12.25, "subtasks": [
+      {"id": "a/b", "speedup": 2.25, "metric": 10.5, "correct": true},
+      {"id": "a/c", "speedup": null, "metric": null, "correct": false}]})");
+  }
+  if (name == "scienceslack") {
+    return json::parse(R"({"schema_version": "1", "benchmark": {
+      "id": "kernelbench-operators", "title": "KernelBench operators", "task": "GPU kernel optimization",
+      "metric": {"name": "speed-up", "direction": "higher"}, "baseline": {"name": "PyTorch eager", "value": 1},
+      "kernels": ["a/b", "a/c"], "version": 2, "status": "active", "started": "2026-11-01", "adopt": "auto",
+      "maintainers": ["alice@example"],
+      "guardrails": {"prose": ["Correct on fresh inputs."], "atol": null, "rtol": 0.01, "inputs": 3,
+                     "timed_runs": 100, "warmup": 10, "device_class": "h200", "runner": "the H200 runner"},
+      "checks": [{"name": "verify", "script": ".kernel_package/benchmark.py", "metrics": "metrics.json",
+                  "partition": "main"}],
+      "partitions": [{"name": "main", "time_limit": "01:00:00", "default_time": "00:10:00", "cpus": 4,
+                      "memory_mb": 8192, "gpus": 1}]}})");
+  }
   throw std::invalid_argument(name);
 }
 
 const SchemaSet& schemas() { return SchemaSet::bundled(); }
 
 TEST(SchemaSet, BundlesEveryFormat) {
-  EXPECT_EQ(schemas().names(), (std::vector<std::string>{"bench_result", "benchmark_output", "desc",
-                                                          "kernel_package_meta", "submission_envelope", "task",
-                                                          "test_case_meta"}));
+  EXPECT_EQ(schemas().names(),
+            (std::vector<std::string>{"bench_result", "benchmark_output", "board_metrics", "desc",
+                                      "kernel_package_meta", "scienceslack", "submission_envelope", "task",
+                                      "test_case_meta"}));
   EXPECT_EQ(schemas().schema("task")["$schema"], "https://json-schema.org/draft/2020-12/schema");
   EXPECT_THROW(schemas().validate(json::object(), "nope", "x"), std::out_of_range);
 }
@@ -146,6 +165,17 @@ const std::vector<Breakage>& breakages() {
       {"test_case_meta", "/tolerance/correctness_atol", set("/tolerance/correctness_atol", -1e-3),
        "schema.minimum", "/tolerance/correctness_atol", {"-0.001", ">= 0"}},
       {"task", "/environment/gpus", set("/environment/gpus", 0), "schema.minimum", "/environment/gpus", {">= 1"}},
+      // maximum
+      {"scienceslack", "/benchmark/version", set("/benchmark/version", 1000001), "schema.maximum",
+       "/benchmark/version", {"1000001", "<= 1000000"}},
+      {"board_metrics", "/subtasks/0/speedup", set("/subtasks/0/speedup", -2), "schema.minimum",
+       "/subtasks/0/speedup", {"-2", ">= 0"}},
+      // maxItems, uniqueItems
+      {"board_metrics", "/subtasks", set("/subtasks", json(1025, json{{"id", "a/b"}, {"speedup", 1}, {"metric", 1}, {"correct", true}})),
+       "schema.maxItems", "/subtasks",
+       {"1025 items", "at most 1024"}},
+      {"scienceslack", "/benchmark/kernels", set("/benchmark/kernels", json::array({"a/b", "a/c", "a/b"})),
+       "schema.uniqueItems", "/benchmark/kernels", {"a/b"}},
       // minLength, maxLength
       {"desc", "/summary", set("/summary", ""), "schema.minLength", "/summary", {"0 characters", "at least 1"}},
       {"submission_envelope", "/optimization_summary", set("/optimization_summary", std::string(4001, 'x')),
