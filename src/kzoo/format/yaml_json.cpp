@@ -349,6 +349,15 @@ bool has_control(const std::string& s) {
   return false;
 }
 
+// yaml-cpp writes "--- x" plain; at the start of a line a reader takes
+// "---" or "..." as a document marker (found by the fuzzer). Quoting any
+// string that begins with one is always safe.
+bool starts_with_marker(const std::string& s) { return s.starts_with("---") || s.starts_with("..."); }
+
+bool needs_quotes(const std::string& s) {
+  return !resolve_plain_scalar(s).is_string() || has_control(s) || starts_with_marker(s);
+}
+
 void emit(YAML::Emitter& out, const nlohmann::json& v) {
   switch (v.type()) {
     case json::value_t::object:
@@ -356,7 +365,7 @@ void emit(YAML::Emitter& out, const nlohmann::json& v) {
       for (const auto& [k, item] : v.items()) {
         out << YAML::Key;
         // A key that would re-read as a number, bool or null is quoted.
-        if (!resolve_plain_scalar(k).is_string() || has_control(k)) out << YAML::DoubleQuoted;
+        if (needs_quotes(k)) out << YAML::DoubleQuoted;
         out << k << YAML::Value;
         emit(out, item);
       }
@@ -369,7 +378,7 @@ void emit(YAML::Emitter& out, const nlohmann::json& v) {
       break;
     case json::value_t::string: {
       const auto& s = v.get_ref<const std::string&>();
-      if (!resolve_plain_scalar(s).is_string() || has_control(s)) out << YAML::DoubleQuoted;
+      if (needs_quotes(s)) out << YAML::DoubleQuoted;
       out << s;
       break;
     }

@@ -180,12 +180,13 @@ TEST(ToYaml, RoundTripsThroughParseYaml) {
   json doc = {
       {"strings", {"true", "1", "null", "", "~", "yes", "a: b", "#x", "- x", "line1\nline2\n", "é 𝄞", " lead",
                    "trail ", "0x10", "1e3", "[x]", "{", "'q'", "\"d\"", "1.0", ".inf", "tab\there", "*x", "&y", "!t",
-                   std::string("nul\0x", 5), "esc\x1b[0m", "del\x7f", "c1\u0085", "bom\ufeff", "cr\r\n", "~\r\r\r", "x\r", "tail\t", "\ttab"}},
+                   std::string("nul\0x", 5), "esc\x1b[0m", "del\x7f", "c1\u0085", "bom\ufeff", "cr\r\n", "~\r\r\r", "x\r", "tail\t", "\ttab",
+                   "--- - - x", "---", "... end", "...", "--", "-- -"}},
       {"numbers", {0, -1, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
                    std::numeric_limits<std::uint64_t>::max(), 1.5, 0.1, 1e300, -2.5e-8, 3.0}},
       {"flags", {true, false, nullptr}},
       {"empty", {{"object", json::object()}, {"array", json::array()}}},
-      {"keys", {{"true", 1}, {"1", 2}, {"null", 3}, {"", 4}, {"a b", 5}, {"x:y", 6}, {"k\r", 7}, {"- k", 8}}},
+      {"keys", {{"true", 1}, {"1", 2}, {"null", 3}, {"", 4}, {"a b", 5}, {"x:y", 6}, {"k\r", 7}, {"- k", 8}, {"--- k", 9}, {"...", 10}}},
       {"cases", {{{"test_case_id", "c1"}, {"metrics_best", {{"TFLOP/s", 512.25}}}}}},
   };
   const std::string text = to_yaml(doc);
@@ -200,7 +201,8 @@ TEST(ToYaml, WritesBlockStyle) {
 }
 
 TEST(ToYaml, RoundTripsScalarsAtTheTop) {
-  for (const json& v : {json("true"), json(5), json(nullptr), json(2.5), json("")}) {
+  for (const json& v : {json("true"), json(5), json(nullptr), json(2.5), json(""), json("--- - - tru-e"),
+                       json("... x")}) {
     auto back = parse_yaml(to_yaml(v), "x.yaml");
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(*back, v) << to_yaml(v);
