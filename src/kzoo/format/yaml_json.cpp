@@ -363,6 +363,10 @@ void emit(YAML::Emitter& out, const nlohmann::json& v) {
     case json::value_t::object:
       out << YAML::BeginMap;
       for (const auto& [k, item] : v.items()) {
+        // YAML caps an implicit key at 1024 characters; yaml-cpp writes a longer
+        // one implicit anyway, which no reader takes back (found by the fuzzer).
+        // An explicit "? key" has no cap; past 256 bytes, escapes included, use it.
+        if (k.size() > 256) out << YAML::LongKey;
         out << YAML::Key;
         // A key that would re-read as a number, bool or null is quoted.
         if (needs_quotes(k)) out << YAML::DoubleQuoted;

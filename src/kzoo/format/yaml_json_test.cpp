@@ -186,13 +186,26 @@ TEST(ToYaml, RoundTripsThroughParseYaml) {
                    std::numeric_limits<std::uint64_t>::max(), 1.5, 0.1, 1e300, -2.5e-8, 3.0}},
       {"flags", {true, false, nullptr}},
       {"empty", {{"object", json::object()}, {"array", json::array()}}},
-      {"keys", {{"true", 1}, {"1", 2}, {"null", 3}, {"", 4}, {"a b", 5}, {"x:y", 6}, {"k\r", 7}, {"- k", 8}, {"--- k", 9}, {"...", 10}}},
+      {"keys", {{"true", 1}, {"1", 2}, {"null", 3}, {"", 4}, {"a b", 5}, {"x:y", 6}, {"k\r", 7}, {"- k", 8}, {"--- k", 9}, {"...", 10},
+                {std::string(2000, 'k'), 11}, {std::string(300, '"'), 12}, {std::string(256, 'x'), 13}}},
       {"cases", {{{"test_case_id", "c1"}, {"metrics_best", {{"TFLOP/s", 512.25}}}}}},
   };
   const std::string text = to_yaml(doc);
   auto back = parse_yaml(text, "bench_result.yaml");
   ASSERT_TRUE(back.has_value()) << to_string(back.error()) << "\n" << text;
   EXPECT_EQ(*back, doc) << text;
+}
+
+TEST(ToYaml, RoundTripsKeysAroundTheImplicitKeyCap) {
+  // YAML caps an implicit key at 1024 characters; keys near it, quoted or not.
+  for (std::size_t n = 1000; n <= 1030; ++n) {
+    for (const std::string& key : {std::string(n, 'k'), "\"" + std::string(n, 'k'), std::string(n, 'k') + "\u00e9"}) {
+      const json doc = {{key, 1}, {"b", {{key, nullptr}}}};
+      auto back = parse_yaml(to_yaml(doc), "x.yaml", {1u << 24, 1000000, 64});
+      ASSERT_TRUE(back.has_value()) << "key of " << key.size() << " bytes: " << to_string(back.error());
+      EXPECT_EQ(*back, doc);
+    }
+  }
 }
 
 TEST(ToYaml, WritesBlockStyle) {
