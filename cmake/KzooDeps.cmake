@@ -21,6 +21,8 @@ pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # signature's HMAC-SHA256 (runner/grade.cpp) and SHA-256 of uploads (server/).
 pkg_check_modules(LIBSECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+# Bearer tokens (access/): random bytes, BLAKE2b hashes, constant-time comparison.
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 # The board's pages (server/pages.cpp): cmark for AGENTS.md; kainjow-mustache
 # is header-only (<kainjow/mustache.hpp>, LIBNOTES).
 pkg_check_modules(LIBCMARK REQUIRED IMPORTED_TARGET libcmark)
@@ -36,6 +38,6 @@ add_library(kzoo::deps ALIAS kzoo_deps)
 target_link_libraries(kzoo_deps INTERFACE
   nlohmann_json::nlohmann_json valijson yaml-cpp LibArchive::LibArchive
   SQLiteCpp SQLite::SQLite3 CLI11::CLI11 fmt::fmt spdlog::spdlog
-  tl::expected PkgConfig::LIBGIT2 PkgConfig::HTTPLIB PkgConfig::LIBSECCOMP OpenSSL::Crypto
+  tl::expected PkgConfig::LIBGIT2 PkgConfig::HTTPLIB PkgConfig::LIBSECCOMP OpenSSL::Crypto PkgConfig::SODIUM
   PkgConfig::LIBCMARK
   Threads::Threads)

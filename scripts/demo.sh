@@ -30,6 +30,12 @@ data=$tmp/data
 board_class=cpu
 [ "$device" = cuda ] && board_class=${KZOO_DEVICE_CLASS:-h200}
 $K init "$data" --catalog catalog/kernel_data --board-device-class "$board_class"
+# Every request that changes something carries a bearer token (docs/SECURITY.md):
+# a maintainer (who may queue the baselines) and a member (who submits).
+$K user add maint --role maintainer --data "$data"
+$K user add demo --role member --data "$data"
+MAINT_TOKEN=$($K token new maint --data "$data")
+KZOO_TOKEN=$($K token new demo --data "$data"); export KZOO_TOKEN
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export KZOO_SERVER=http://127.0.0.1:$port
 
@@ -44,7 +50,7 @@ $K kernels
 
 echo "== 4. measure the eager baseline of the softmax (the speed-up's denominator; \`kzoo baselines\` alone measures every board kernel)"
 kid=h200/norm/softmax/bf16/softmax_eager
-$K baselines --kernel "$kid" --wait || echo "(a kernel without a baseline counts 1 on the board)"
+KZOO_TOKEN=$MAINT_TOKEN $K baselines --kernel "$kid" --wait || echo "(a kernel without a baseline counts 1 on the board)"
 
 echo "== 5. submit an improved softmax (fused) on the route fused-softmax and wait for its verdict"
 kid=h200/norm/softmax/bf16/softmax_eager

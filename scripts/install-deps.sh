@@ -12,6 +12,8 @@ PKGS=(
   nlohmann-json3-dev libvalijson-dev libyaml-cpp-dev libarchive-dev libgit2-dev
   libsqlite3-dev libsqlitecpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libcpp-httplib-dev libexpected-dev libssl-dev zlib1g-dev libseccomp-dev
+  # bearer tokens: random bytes, hashing, constant-time comparison (access/)
+  libsodium-dev
   # the board's pages: templates and AGENTS.md (LIBNOTES)
   libkainjow-mustache-dev libcmark-dev
   # tests and benchmarks

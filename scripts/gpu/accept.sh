@@ -97,6 +97,9 @@ data=$(mktemp -d /tmp/kzoo-data.XXXXXX)
 port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export KZOO_SERVER=http://127.0.0.1:$port
 "$K" init "$data/d" --catalog catalog/kernel_data > "$LOGS/init.log" 2>&1
+# Submissions carry a bearer token (docs/SECURITY.md): a member of the project, so nothing is held.
+"$K" user add accept --role member --data "$data/d" >> "$LOGS/init.log" 2>&1
+KZOO_TOKEN=$("$K" token new accept --data "$data/d" 2>> "$LOGS/init.log"); export KZOO_TOKEN
 "$K" serve --data "$data/d" --listen "127.0.0.1:$port" > "$LOGS/serve.log" 2>&1 & serve=$!
 "$K" worker --data "$data/d" --device cuda --catalog catalog --judge-dir judge --python "$PY" --timeout 200 \
   > "$LOGS/worker.log" 2>&1 & worker=$!

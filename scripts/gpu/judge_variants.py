@@ -70,8 +70,8 @@ def main():
             continue
         del seen[:]
         doc = entry.run_judge(task, cases, inputs.Secret(os.urandom(32)), "cuda", os.path.abspath(src_dir),
-                              {"iterations": 100}, "diag", "diag") if os.environ.get("DIAG_DEVICE", "cuda") == "cuda" else \
-            entry.run_judge(task, cases, inputs.Secret(os.urandom(32)), "cpu", os.path.abspath(src_dir), {"iterations": 20}, "diag", "diag")
+                              {"iterations": 100}, "diag", "diag")[0] if os.environ.get("DIAG_DEVICE", "cuda") == "cuda" else \
+            entry.run_judge(task, cases, inputs.Secret(os.urandom(32)), "cpu", os.path.abspath(src_dir), {"iterations": 20}, "diag", "diag")[0]
         c = doc["cases"][0]
         # the last 100 calls are the timed ones (warm-up batches come first)
         calls = [(s, t, f, pos) for stream, tails, fl in seen for pos, (s, t, f) in enumerate(zip(stream, tails, fl))][-100:]

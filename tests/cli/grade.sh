@@ -13,10 +13,10 @@ check() {  # check NAME EXPECTED_EXIT ACTUAL_EXIT
 # The cheapest baseline on a CPU: softmax when the catalog has it, else the first.
 all=$(find "$CATALOG/kernel_data" -type d -name .kernel_package 2>/dev/null | sort)
 pkg=$(echo "$all" | grep -m1 softmax || echo "$all" | head -1)
-if [ -z "$pkg" ] || [ ! -d "$SRC/judge/kzoo_judge" ]; then
-  echo "SKIP: no package in $CATALOG/kernel_data or no judge in $SRC/judge yet"
-  exit 0
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/prerequisite.sh"
+[ -n "$pkg" ] || require_prerequisite "no package in $CATALOG/kernel_data"
+[ -d "$SRC/judge/kzoo_judge" ] || require_prerequisite "no judge in $SRC/judge"
+[ -x "$(bwrap_path)" ] || require_prerequisite "bubblewrap is not installed ($(bwrap_path))"
 pkg=$(dirname "$pkg")
 id=${pkg#"$CATALOG/kernel_data/"}
 G=(grade --catalog "$CATALOG" --judge-dir "$SRC/judge")

@@ -14,10 +14,10 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 KID=h200/norm/softmax/bf16/softmax_eager
 CATPKG="$SRC/catalog/kernel_data/$KID"
-if [ ! -d "$CATPKG" ] || [ ! -f "$SRC/catalog/samples/softmax_fused.py" ] || ! command -v bwrap >/dev/null; then
-  echo "SKIP: no $KID in the catalog, no fused sample, or no bwrap"
-  exit 0
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/prerequisite.sh"
+[ -d "$CATPKG" ] || require_prerequisite "no $KID in the catalog at $SRC/catalog"
+[ -f "$SRC/catalog/samples/softmax_fused.py" ] || require_prerequisite "no fused sample $SRC/catalog/samples/softmax_fused.py"
+[ -x "$(bwrap_path)" ] || require_prerequisite "bubblewrap is not installed ($(bwrap_path))"
 
 T=$(mktemp -d /tmp/kzoo_cli_service.XXXXXX)
 chmod 755 "$T"  # the sandbox's user must be able to reach the judge's workdir
@@ -25,18 +25,8 @@ D="$T/data"
 SERVE_PID=
 WORKER_PID=
 WORKER2_PID=
-FAILS=0
-CHECKS=0
 IDS=()  # every submission id handed out; all must be final at the end
-
-stop() {  # stop PID: SIGTERM, then SIGKILL if it lingers
-  local p=$1
-  [ -n "$p" ] || return 0
-  kill "$p" 2>/dev/null || return 0
-  for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$p" 2>/dev/null
-  wait "$p" 2>/dev/null
-}
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/checks.sh"
 cleanup() {
   stop "$WORKER2_PID"
   stop "$WORKER_PID"
@@ -49,28 +39,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 2' INT TERM
-
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-ok() { echo "ok   $*"; }
-check() {  # check NAME CONDITION-EXIT-CODE
-  CHECKS=$((CHECKS + 1))
-  if [ "$2" = 0 ]; then ok "$1"; else fail "$1"; fi
-}
-
-# run_to NAME EXPECTED_EXIT CMD...: stdout in $T/out, stderr in $T/err.
-run_to() {
-  local name=$1 want=$2; shift 2
-  CHECKS=$((CHECKS + 1))
-  timeout 300 "$@" >"$T/out" 2>"$T/err"
-  local got=$?
-  if [ "$got" = "$want" ]; then
-    ok "$name (exit $got)"
-  else
-    fail "$name: exit $got, expected $want: $*"
-    sed 's/^/    out: /' "$T/out" | head -30
-    sed 's/^/    err: /' "$T/err" | tail -30
-  fi
-}
 
 # json FILE EXPR: FILE is one JSON document and EXPR (Python over d) holds.
 json() {
@@ -133,6 +101,20 @@ start_worker() {
     --iterations 60 --lease 9 --timeout 240 >>"$T/worker.log" 2>&1 &
   WORKER_PID=$!
 }
+# make_people: accounts and tokens in the data directory $D (docs/SECURITY.md):
+# e2e and e2e2 (members) submit; mia (maintainer) releases held jobs and owns
+# the runner token; ola (outsider) submits jobs that wait held.
+make_people() {
+  for u in e2e:member e2e2:member mia:maintainer ola:outsider; do
+    "$KZOO" user add "${u%%:*}" --role "${u##*:}" --data "$D" 2>>"$T/serve.log" || fail "user add $u"
+  done
+  KZOO_TOKEN=$("$KZOO" token new e2e --data "$D" 2>/dev/null); export KZOO_TOKEN
+  E2E2_TOKEN=$("$KZOO" token new e2e2 --data "$D" 2>/dev/null)
+  MIA_TOKEN=$("$KZOO" token new mia --data "$D" 2>/dev/null)
+  OLA_TOKEN=$("$KZOO" token new ola --data "$D" 2>/dev/null)
+  "$KZOO" token new mia --runner ci-runner --data "$D" >"$T/runner.token" 2>/dev/null
+  [ -n "$KZOO_TOKEN" ] && [ -n "$MIA_TOKEN" ] && [ -s "$T/runner.token" ] || fail "token new printed no token"
+}
 # wait_final ID TRIES: polls the submission every 0.5 s until it is final;
 # its last status document is left in $T/st.json. Fails after TRIES polls.
 wait_final() {
@@ -162,6 +144,7 @@ SLOWPKG="$T/kernel_data/$KID"
 cp "$SRC/catalog/samples/softmax_six_passes.py" "$SLOWPKG/src/softmax.py"
 run_to "kzoo init from the (slowed) catalog" 0 "$KZOO" init "$D" --catalog "$T/kernel_data"
 [ -d "$D/kernel_data.git" ] || { fail "init made no $D/kernel_data.git"; exit 1; }
+make_people
 start_server
 start_worker
 fsck_clean "fresh data dir"
@@ -202,20 +185,21 @@ check "exactly one new commit on main, on top of the old head" \
   "$([ "$(G rev-list --count "$base..$after1")" = 1 ] && [ "$(G rev-parse "$after1^")" = "$base" ]; echo $?)"
 G show "$after1:$KID/src/softmax.py" >"$T/committed.py" 2>"$T/err"
 check "the commit's tree holds the submitted src/softmax.py" "$(cmp -s "$T/committed.py" "$SRC/catalog/samples/softmax_fused.py"; echo $?)"
-G show "$after1:$KID/.kernel_package/bench_result.yaml" >"$T/bench_result.yaml" 2>"$T/err"
-CHECKS=$((CHECKS + 1))
-if "$PY" - "$T/bench_result.yaml" "$KID" <<'PY'; then ok "bench_result.yaml has metrics for every case"; else fail "bench_result.yaml lacks metrics"; sed 's/^/    /' "$T/bench_result.yaml"; fi
-import sys, yaml
-doc = yaml.safe_load(open(sys.argv[1]))
-assert doc["kernel_id"] == sys.argv[2], doc.get("kernel_id")
-assert doc["cases"], "no cases"
-for c in doc["cases"]:
-    for k in ("metrics_best", "metrics_current"):
-        m = c.get(k)
-        assert isinstance(m, dict) and m, (c.get("test_case_id"), k, m)
-        assert all(isinstance(v, (int, float)) for v in m.values()), m
-PY
+# The figures were measured by a CPU worker (device class cpu) at the measure
+# shapes: they are kept and labelled, never filed under the h200 kernel's
+# graded cases as if an H200 had produced them.
+check "the CPU worker's figures did not enter the h200 kernel's bench_result.yaml" \
+  "$([ "$(G rev-parse "$base:$KID/.kernel_package/bench_result.yaml")" = "$(G rev-parse "$after1:$KID/.kernel_package/bench_result.yaml")" ]; echo $?)"
+# (The judge's own provenance in the verdict and the evidence, device class
+# included, joins when the judge's change lands after an H200 accept run.)
+json "$T/fused.json" 'd["device_class"] == "cpu" and d["verdict"]["device_class"] == "cpu"'
+check "the accepting commit names the device class that measured it" \
+  "$(G log -1 --format=%B "$after1" | grep -qx "Kzoo-Device-Class: cpu"; echo $?)"
 fused_job=$(jget "$T/fused.json" 'd["jobs"][0]["id"]')
+G show "refs/jobs/$fused_job:benchmark_output.json" >"$T/evidence.json" 2>"$T/err"
+json "$T/evidence.json" 'd["device_class"] == "cpu" and d["kernel_id"] == "'"$KID"'"'
+G show "refs/jobs/$fused_job:run.json" >"$T/run.json" 2>"$T/err"
+json "$T/run.json" 'd["device_class"] == "cpu"'
 check "the accepting commit carries Kzoo-Job: $fused_job" \
   "$([ "$(commits_with_job "$fused_job")" = "$after1" ]; echo $?)"
 check "the submitted (tampered) benchmark.py did not land" \
@@ -266,7 +250,8 @@ run_to "status (human) of the accepted submission" 0 "$KZOO" status "$fused_id"
 grep -q "accepted" "$T/err" || fail "human status does not say accepted: $(cat "$T/err")"
 run_to "status of an unknown id is an error" 2 "$KZOO" status 999999 --json
 run_to "kernels --json" 0 "$KZOO" kernels --json
-json "$T/out" 'any(k["kernel_id"] == "'$KID'" and k["metrics"] and all(m["metrics_best"] for m in k["metrics"].values()) for k in d["kernels"])'
+# listed, but without the CPU run's figures: none of them is an h200 figure
+json "$T/out" 'any(k["kernel_id"] == "'$KID'" and not any(m.get("metrics_best") for m in (k["metrics"] or {}).values()) for k in d["kernels"])'
 run_to "kernels (human) lists the kernel" 0 "$KZOO" kernels
 grep -q "$KID" "$T/out" || fail "kernels does not list $KID"
 
@@ -330,6 +315,7 @@ stop "$SERVE_PID"; SERVE_PID=
 for point in repo.accept.before-ref worker.before-complete; do
   D="$T/data-$point"
   run_to "[$point] kzoo init a fresh data dir" 0 "$KZOO" init "$D" --catalog "$T/kernel_data"
+  make_people
   base=$(head_of_main)
   start_server
   KZOO_FAILPOINT=$point start_worker
@@ -338,11 +324,21 @@ for point in repo.accept.before-ref worker.before-complete; do
   cp "$T/out" "$T/fp.json"
   fp_id=$(jget "$T/fp.json" 'd["id"]'); fp_job=$(jget "$T/fp.json" 'd["job_id"]')
   died=no
-  for _ in $(seq 600); do  # the grading, then the failpoint: up to ~2 minutes
+  # The grading, then the failpoint: up to ~15 minutes on a loaded machine. A job that ends
+  # without reaching the failpoint (rejected: the A/B is noisy under load) stops the wait,
+  # and its worker is killed, not waited for forever.
+  for i in $(seq 4500); do
     if ! kill -0 "$WORKER_PID" 2>/dev/null; then died=yes; break; fi
+    # (status exits 1 for a rejected submission: read its document, not its exit code)
+    if [ $((i % 25)) = 0 ] && { "$KZOO" status "$fp_id" --json >"$T/fpst.json" 2>/dev/null; true; } &&
+       [ "$(jget "$T/fpst.json" 'd["final"]' 2>/dev/null)" = True ]; then
+      echo "note: [$point] the job ended without reaching the failpoint: $(jget "$T/fpst.json" 'd["state"], d["reasons"]')"
+      break
+    fi
     sleep 0.2
   done
   kill -9 "$SERVE_PID" 2>/dev/null; wait "$SERVE_PID" 2>/dev/null; SERVE_PID=
+  [ $died = yes ] || kill -9 "$WORKER_PID" 2>/dev/null
   wait "$WORKER_PID" 2>/dev/null; WORKER_PID=
   check "[$point] the worker died at its failpoint" "$([ $died = yes ] && grep -q "failpoint $point reached" "$T/worker.log"; echo $?)"
   if [ "$point" = repo.accept.before-ref ]; then
@@ -372,6 +368,7 @@ done
 # again against the new one (docs/WORKER.md, step 7): never an overwrite.
 D="$T/data-concurrent"
 run_to "[concurrent] kzoo init a fresh data dir" 0 "$KZOO" init "$D" --catalog "$T/kernel_data"
+make_people
 base=$(head_of_main)
 start_server
 start_worker; WORKER2_PID=$WORKER_PID
@@ -383,7 +380,7 @@ run_to "[concurrent] first submission queued" 0 \
   "$KZOO" submit "$T/fused/pkg" --kernel-id "$KID" --submitter e2e --summary "softmax: fused (one)" --no-wait --json
 c1=$(jget "$T/out" 'd["id"]')
 run_to "[concurrent] second submission queued" 0 \
-  "$KZOO" submit "$T/twin/pkg" --kernel-id "$KID" --submitter e2e2 --summary "softmax: fused (two)" --no-wait --json
+  env KZOO_TOKEN="$E2E2_TOKEN" "$KZOO" submit "$T/twin/pkg" --kernel-id "$KID" --submitter e2e2 --summary "softmax: fused (two)" --no-wait --json
 c2=$(jget "$T/out" 'd["id"]')
 check "[concurrent] the first reaches a final state" "$(wait_final "$c1" 600; echo $?)"
 cp "$T/st.json" "$T/c1.json"
@@ -403,6 +400,42 @@ for f in c1 c2; do
 done
 fsck_clean "[concurrent] after both"
 stop "$WORKER2_PID"; WORKER2_PID=
+stop "$WORKER_PID"; WORKER_PID=
+
+# ---------------------------------------------------------------- 8. who can do what: tokens, held jobs, a worker through the API
+run_to "[access] a submission without a token is refused" 2 \
+  env KZOO_TOKEN= "$KZOO" submit "$T/fused/pkg" --kernel-id "$KID" --summary "anonymous" --no-wait --json
+grep -q "HTTP 401" "$T/err" || fail "[access] the anonymous submission's error does not say 401"
+run_to "[access] a submitter_id that is not the token's owner is refused" 2 \
+  "$KZOO" submit "$T/fused/pkg" --kernel-id "$KID" --submitter mia --summary "not me" --no-wait --json
+grep -q "submitter_mismatch" "$T/err" || fail "[access] the mismatch is not named"
+# A worker whose token is not a runner's cannot claim, and needs no data directory to find out.
+run_to "[access] a worker with a member's token cannot claim" 2 \
+  "$KZOO" worker --once --server "$KZOO_SERVER" --data "$T/no-such-dir" --device cpu --catalog "$SRC/catalog" --judge-dir "$SRC/judge"
+grep -q "403" "$T/err" || fail "[access] the refused claim does not say 403"
+mkdir -p "$T/outsider"
+cp -r "$T/fused/pkg" "$T/outsider/pkg"
+printf '\n# the fused softmax, from outside the project\n' >>"$T/outsider/pkg/src/softmax.py"
+run_to "[access] an outsider's submission is queued, held" 0 \
+  env KZOO_TOKEN="$OLA_TOKEN" "$KZOO" submit "$T/outsider/pkg" --kernel-id "$KID" --summary "softmax: from outside" --no-wait --json
+json "$T/out" 'd["held"] is True and d["hold_reason"] == "JobHeldAdmin" and d["submitter_id"] == "ola"'
+held_id=$(jget "$T/out" 'd["id"]'); held_job=$(jget "$T/out" 'd["job_id"]')
+"$KZOO" worker --server "$KZOO_SERVER" --token-file "$T/runner.token" --data "$T/no-such-dir" --device cpu \
+  --catalog "$SRC/catalog" --judge-dir "$SRC/judge" --iterations 60 --lease 9 --timeout 240 >>"$T/worker.log" 2>&1 &
+WORKER_PID=$!
+run_to "[access] kzoo jobs --held lists it" 0 "$KZOO" jobs --held --data "$D" --json
+json "$T/out" 'any(h["job_id"] == '"$held_job"' for h in d["held"])'
+sleep 3
+"$KZOO" status "$held_id" --json >"$T/st.json" 2>/dev/null
+json "$T/st.json" 'd["state"] == "queued" and d["jobs"][0]["held"] is True'
+run_to "[access] a member cannot release it" 2 "$KZOO" release "$held_job" --server "$KZOO_SERVER"
+run_to "[access] the maintainer releases it through the server" 0 \
+  env KZOO_TOKEN="$MIA_TOKEN" "$KZOO" release "$held_job" --server "$KZOO_SERVER"
+check "[access] the runner (api mode) grades it to a verdict" "$(wait_final "$held_id" 600; echo $?)"
+json "$T/st.json" 'd["state"] in ("accepted", "rejected") and d["verdict"] and d["jobs"][0]["released_by"] == "mia"'
+run_to "[access] kzoo audit shows the hold, the release and the claim" 0 "$KZOO" audit --data "$D" --limit 1000 --json
+json "$T/out" '{("job.hold", "ola"), ("job.release", "mia"), ("job.claim", "mia")} <= {(e["action"], e["who"]) for e in d["entries"]}'
+fsck_clean "[access] after the api worker"
 stop "$WORKER_PID"; WORKER_PID=
 stop "$SERVE_PID"; SERVE_PID=
 

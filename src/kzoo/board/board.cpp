@@ -11,21 +11,13 @@
 #include "kzoo/format/json_schema.hpp"
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/format/yaml_json.hpp"
+#include "kzoo/util/iso_time.hpp"
 
 namespace kzoo::board {
 
 using nlohmann::json;
 
 namespace {
-
-std::string iso(std::int64_t ms) {
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // The job id in a commit message's `Kzoo-Job: N` trailer, or -1.
 std::int64_t job_of(const std::string& message) {
@@ -38,11 +30,6 @@ std::int64_t job_of(const std::string& message) {
 bool matches(const json& check, const Rules& rules) {
   return check.is_object() && check.value("passed", false) && check.value("version", 0) == rules.version &&
          check.value("device_class", "") == rules.device_class;
-}
-
-std::string route_name_of(const std::string& ref) {
-  if (ref == "refs/heads/main") return "main";
-  return ref.substr(std::string("refs/heads/").size());  // "routes/<name>"
 }
 
 // Every submission matching `f`, newest first (paged through the store).
@@ -93,7 +80,7 @@ json reported_of(const store::KernelRepo& repo, const Rules& rules, const std::s
   out["cost"] = (*doc)["cost"];
   out["by"] = by;
   out["by_maintainer"] = std::find(rules.maintainers.begin(), rules.maintainers.end(), by) != rules.maintainers.end();
-  out["date"] = h && !h->empty() ? json(iso(h->front().time * 1000)) : json();
+  out["date"] = h && !h->empty() ? json(iso8601_utc(h->front().time * 1000)) : json();
   out["commit"] = h && !h->empty() ? json(h->front().id) : json();
   return out;
 }
@@ -136,7 +123,7 @@ Result<json> baseline_for(const store::KernelRepo& repo, store::StateDb& db, con
     if (matches(c, rules)) {
       c["job"] = jobs->back().id;
       c["submission"] = s.id;
-      c["time"] = iso(s.updated_at);
+      c["time"] = iso8601_utc(s.updated_at);
       return c;
     }
   }
@@ -152,7 +139,7 @@ Result<json> route_result(const store::KernelRepo& repo, const Rules& rules, con
     if (job < 0) return json();  // unverified source: the eager one, or a hand edit
     json check = check_record(repo, job);
     if (matches(check, rules))
-      return json{{"commit", c.id}, {"time", iso(c.time * 1000)}, {"time_ms", c.time * 1000}, {"job", job},
+      return json{{"commit", c.id}, {"time", iso8601_utc(c.time * 1000)}, {"time_ms", c.time * 1000}, {"job", job},
                   {"check", check}, {"author", c.author.name}};
   }
   return json();
@@ -276,7 +263,7 @@ Result<json> compute(const store::KernelRepo& repo, store::StateDb& db, const Ru
                 {"verified",
                  {{"score", speedups.empty() ? json() : json(board_score(rules.kernels, speedups))},
                   {"kernels_with_results", speedups.size()},
-                  {"date", date ? json(iso(date)) : json()}}},
+                  {"date", date ? json(iso8601_utc(date)) : json()}}},
                 {"cost_s", cost},
                 {"reported", reported_of(repo, rules, r.ref, r.name)},
                 {"kernels", kernels}};
@@ -337,7 +324,14 @@ Result<json> compute(const store::KernelRepo& repo, store::StateDb& db, const Ru
     std::string s = bm["started"];
     if (strptime(s.substr(0, 10).c_str(), "%Y-%m-%d", &tm)) started_ms = static_cast<std::int64_t>(timegm(&tm)) * 1000;
   }
-  std::string status = rules.status;
+  // Maintainers set a board's status (StateDb::set_board_status); the rules file's is the default.
+  std::string status_set = rules.status;
+  json status_by = nullptr;
+  if (auto set = db.board_status(rules.version); set && *set) {
+    status_set = (*set)->status;
+    status_by = {{"who", (*set)->set_by}, {"at", iso8601_utc((*set)->set_at)}};
+  }
+  std::string status = status_set;
   std::string status_note;
   if (status == "active") {
     std::int64_t since = last_scored ? last_scored : started_ms;
@@ -347,7 +341,9 @@ Result<json> compute(const store::KernelRepo& repo, store::StateDb& db, const Ru
     }
   }
 
-  // Who is at work.
+  // Who is at work: agents are agent tokens (an agent's token belongs to its
+  // person, docs/SECURITY.md); one that submitted is an agent in all, one
+  // with a submission not yet decided is at work.
   std::set<std::string> at_work, all;
   std::int64_t last_activity = 0;
   {
@@ -355,13 +351,27 @@ Result<json> compute(const store::KernelRepo& repo, store::StateDb& db, const Ru
     f.kind = "submission";
     auto subs = all_submissions(db, f);
     if (!subs) return tl::unexpected(subs.error());
+    std::map<std::string, bool> is_agent;  // token id -> kind is agent
     for (const auto& s : *subs) {
-      all.insert(s.submitter_id);
-      if (s.state == store::State::queued || s.state == store::State::running || s.state == store::State::received)
-        at_work.insert(s.submitter_id);
       last_activity = std::max(last_activity, s.updated_at);
+      if (s.token_id.empty()) continue;
+      auto known = is_agent.find(s.token_id);
+      if (known == is_agent.end()) {
+        auto t = db.get_token(s.token_id);
+        known = is_agent.emplace(s.token_id, t && t->kind == store::TokenKind::agent).first;
+      }
+      if (!known->second) continue;
+      all.insert(s.token_id);
+      if (s.state == store::State::queued || s.state == store::State::running || s.state == store::State::received)
+        at_work.insert(s.token_id);
     }
   }
+  // Jobs from outside the project, waiting for a maintainer (JobHeldAdmin).
+  json held = json::array();
+  if (auto h = db.held_jobs(1000); h)
+    for (const auto& j : *h)
+      held.push_back({{"job", j.job_id}, {"submission", j.submission_id}, {"kernel_id", j.kernel_id},
+                      {"submitter", j.submitter_id}, {"since", iso8601_utc(j.created_at)}});
   auto agents = repo.read_file("AGENTS.md", "refs/heads/main");
   auto vs = versions(repo);
 
@@ -375,9 +385,10 @@ Result<json> compute(const store::KernelRepo& repo, store::StateDb& db, const Ru
               {"in_force", in_force},
               {"versions", vs ? json(*vs) : json::array()},
               {"status", status},
-              {"status_set", rules.status},
+              {"status_set", status_set},
+              {"status_by", status_by},
               {"status_note", status_note},
-              {"started", iso(started_ms)},
+              {"started", iso8601_utc(started_ms)},
               {"rules_commit", rules.commit},
               {"adopt", rules.adopt},
               {"device_class", rules.device_class},
@@ -390,12 +401,14 @@ Result<json> compute(const store::KernelRepo& repo, store::StateDb& db, const Ru
                {{"agents_at_work", at_work.size()},
                 {"agents", all.size()},
                 {"routes", routes->size() - 1},
-                {"last_activity", last_activity ? json(iso(last_activity)) : json()},
-                {"last_scored", last_scored ? json(iso(last_scored)) : json()}}},
+                {"held_jobs", held.size()},
+                {"last_activity", last_activity ? json(iso8601_utc(last_activity)) : json()},
+                {"last_scored", last_scored ? json(iso8601_utc(last_scored)) : json()}}},
               {"ranking", ranking},
               {"reported_others", others},
               {"kernels", kernels},
               {"routes", route_docs},
+              {"held", held},
               {"project_rules", agents ? json(*agents) : json()}};
 }
 
@@ -458,7 +471,7 @@ Result<json> kernel_json(const store::KernelRepo& repo, store::StateDb& db, cons
       if (!sp) continue;
       json& p = seen[std::to_string(job)];
       if (p.is_null() || rt.name != "main")
-        p = {{"date", iso(c.time * 1000)}, {"time_ms", c.time * 1000}, {"speedup", *sp}, {"route", rt.name},
+        p = {{"date", iso8601_utc(c.time * 1000)}, {"time_ms", c.time * 1000}, {"speedup", *sp}, {"route", rt.name},
              {"commit", c.id}, {"job", job}, {"author", c.author.name}};
     }
   }
@@ -481,7 +494,9 @@ Result<json> routes_json(const store::KernelRepo& repo, store::StateDb& db, stor
   json out = json::array();
   for (const auto& r : *routes) {
     json e = {{"name", r.name}, {"ref", r.ref}, {"owner", r.owner}, {"head", r.head},
-              {"created_at", r.created_at ? json(iso(r.created_at)) : json()}};
+              {"created_at", r.created_at ? json(iso8601_utc(r.created_at)) : json()}, {"open_pulls", 0}};
+    const std::string aimed = r.name.rfind("routes/", 0) == 0 ? r.name.substr(7) : std::string();  // "": main
+    if (auto p = db.list_pulls(aimed, store::PullState::open, 1000); p) e["open_pulls"] = p->size();
     if (*b)
       for (const auto& x : (**b)["routes"])
         if (x["name"] == r.name) {

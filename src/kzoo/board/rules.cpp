@@ -91,6 +91,16 @@ Result<std::vector<int>> versions(const store::KernelRepo& repo) {
   return out;
 }
 
+Result<Rules> approve_rules(const store::KernelRepo& repo, const std::string& commit) {
+  auto c = repo.head(commit);
+  if (!c) return fail(fmt::format("{} is not a commit of kernel_data: {}", commit, c.error().message));
+  auto r = rules_at(repo, *c, "the commit to approve");
+  if (!r) return r;
+  if (auto t = repo.set_ref(kChecksTag, r->commit); !t) return tl::unexpected(t.error());
+  if (auto rec = record_in_force(repo, *r); !rec) return tl::unexpected(rec.error());
+  return r;
+}
+
 Result<void> record_in_force(const store::KernelRepo& repo, const Rules& rules) {
   const std::string ref = fmt::format("refs/boards/v{}", rules.version);
   auto at = repo.head(ref);

@@ -52,6 +52,11 @@ Result<std::optional<Rules>> rules_of_version(const store::KernelRepo& repo, int
 // Every board version recorded, ascending.
 Result<std::vector<int>> versions(const store::KernelRepo& repo);
 
+// Approves the rules at `commit` (a full id, or a ref): they must be a valid
+// scienceslack.json there. Moves the `checks` tag to it and records its
+// version (record_in_force). The caller checks who may (move_checks_tag).
+Result<Rules> approve_rules(const store::KernelRepo& repo, const std::string& commit);
+
 // Points refs/boards/v<rules.version> at rules.commit (no-op when it does).
 Result<void> record_in_force(const store::KernelRepo& repo, const Rules& rules);
 

@@ -1,6 +1,7 @@
 // `kzoo board [--version N] [--json]`: the benchmark board (board/, served at
 // GET /api/board and /api/boards/N; the page at GET /). `kzoo baselines`:
 // queue a measurement of the board kernels' eager baselines.
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <iostream>
@@ -18,15 +19,6 @@ using namespace kzoo::server;
 using nlohmann::json;
 
 // Percent-encodes a query value (kernel IDs hold slashes).
-std::string query_escape(const std::string& v) {
-  std::string out;
-  for (unsigned char c : v) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
-    else out += fmt::format("%{:02X}", c);
-  }
-  return out;
-}
-
 std::string fixed(const json& x, int digits = 4) {
   return x.is_number() ? fmt::format("{:.{}f}", x.get<double>(), digits) : std::string("-");
 }
@@ -57,10 +49,12 @@ void print_board(const json& b, const std::string& server) {
     std::cout << fmt::format("       {:<24} reported by {} (not a maintainer; unranked): {}\n", str(r["route"]),
                              str(r["by"]), fixed(r["score"]));
   std::cout << "\nKernels\n";
-  std::cout << fmt::format("  {:<48} {:>12} {:>12} {:>9}  {:<20} {:>10}\n", "kernel", "eager (us)", "best (us)",
+  std::size_t width = 6;  // the kernel column fits the longest ID
+  for (const auto& k : b["kernels"]) width = std::max(width, str(k["kernel_id"]).size());
+  std::cout << fmt::format("  {:<{}} {:>12} {:>12} {:>9}  {:<20} {:>10}\n", "kernel", width, "eager (us)", "best (us)",
                            "speed-up", "route", "% roofline");
   for (const auto& k : b["kernels"])
-    std::cout << fmt::format("  {:<48} {:>12} {:>12} {:>9}  {:<20} {:>10}{}\n", str(k["kernel_id"]),
+    std::cout << fmt::format("  {:<{}} {:>12} {:>12} {:>9}  {:<20} {:>10}{}\n", str(k["kernel_id"]), width,
                              fixed(k["eager_us"], 1), fixed(k["best_us"], 1), fixed(k["speedup"]), str(k["route"]),
                              fixed(k["roofline_pct"], 1),
                              k.contains("note") ? "  (" + k["note"].get<std::string>() + ")" : "");
@@ -106,7 +100,7 @@ const bool baselines_registered = kzoo::cli::register_command(
       auto o = std::make_shared<BaselineOptions>();
       o->server = default_server_url();
       sub.add_option("--kernel", o->kernels, "Only this kernel (repeatable; default: every board kernel)");
-      sub.add_option("--submitter", o->submitter, "Who asks (default kzoo-baseline)");
+      sub.add_option("--submitter", o->submitter, "Who asks: the owner of $KZOO_TOKEN, a maintainer (checked)");
       sub.add_option("--server", o->server, "Server URL (env KZOO_SERVER)");
       sub.add_flag("--wait", o->wait, "Wait until every measurement is final");
       sub.add_flag("--json", o->json, "Print one JSON document on stdout");
@@ -114,7 +108,7 @@ const bool baselines_registered = kzoo::cli::register_command(
         std::string q;
         for (const auto& k : o->kernels) q += (q.empty() ? "?" : "&") + std::string("kernel=") + query_escape(k);
         if (!o->submitter.empty()) q += (q.empty() ? "?" : "&") + std::string("submitter=") + query_escape(o->submitter);
-        auto s = http_post_empty(o->server, "/api/board/baselines" + q);
+        auto s = http_post_json(o->server, "/api/board/baselines" + q, nullptr);
         if (!s || s->status != 202) {
           std::cerr << "kzoo baselines: " << (s ? describe_error(*s) : s.error().message) << "\n";
           return kzoo::cli::kExitError;
@@ -145,6 +139,50 @@ const bool baselines_registered = kzoo::cli::register_command(
           }
         if (o->json) std::cout << (o->wait ? json{{"submissions", finals}} : s->body).dump(2) << "\n";
         return rc;
+      };
+    });
+
+// The maintainers' board decisions, through the server with their own $KZOO_TOKEN.
+struct DecisionOptions {
+  std::string server, value;
+  int version = 0;
+};
+
+int post_decision(const char* cmd, const std::string& server, const std::string& path, const json& body) {
+  auto a = http_post_json(server, path, body);
+  if (!a || a->status != 200) {
+    std::cerr << "kzoo " << cmd << ": " << (a ? describe_error(*a) : a.error().message) << "\n";
+    return a && a->status < 500 ? kzoo::cli::kExitInvalid : kzoo::cli::kExitError;
+  }
+  std::cout << a->body.dump(2) << "\n";
+  return kzoo::cli::kExitOk;
+}
+
+const bool approve_registered = kzoo::cli::register_command(
+    "approve", "Approve the board's rules at a commit: move the `checks` tag there (maintainers only)",
+    [](CLI::App& sub) -> kzoo::cli::Runner {
+      auto o = std::make_shared<DecisionOptions>();
+      o->server = default_server_url();
+      sub.add_option("commit", o->value, "the kernel_data commit holding the scienceslack.json to approve (40 hex digits)")
+          ->required();
+      sub.add_option("--server", o->server, "Server URL (env KZOO_SERVER)");
+      return [o] { return post_decision("approve", o->server, "/api/board/checks", {{"commit", o->value}}); };
+    });
+
+const bool board_status_registered = kzoo::cli::register_command(
+    "board-status", "Set a board's status: active, saturated, superseded or flawed (maintainers only)",
+    [](CLI::App& sub) -> kzoo::cli::Runner {
+      auto o = std::make_shared<DecisionOptions>();
+      o->server = default_server_url();
+      sub.add_option("status", o->value, "active, saturated, superseded or flawed (quiet is computed)")
+          ->required()
+          ->check(CLI::IsMember({"active", "saturated", "superseded", "flawed"}));
+      sub.add_option("--version", o->version, "the board's version (default: the board in force)")->check(CLI::PositiveNumber);
+      sub.add_option("--server", o->server, "Server URL (env KZOO_SERVER)");
+      return [o] {
+        json body = {{"status", o->value}};
+        if (o->version) body["version"] = o->version;
+        return post_decision("board-status", o->server, "/api/board/status", body);
       };
     });
 

@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "kzoo/cli/command.hpp"
 #include "kzoo/runner/grade.hpp"
@@ -73,6 +74,7 @@ struct Args {
   bool verbose = false;
   int timeout_s = 1800;
   int iterations = 0;
+  std::vector<std::string> cases;
   std::string task;
 };
 
@@ -92,6 +94,8 @@ const bool registered = kzoo::cli::register_command(
       sub.add_option("--task", a->task, "task JSON to use instead of desc.yaml's reference");
       sub.add_option("--timeout", a->timeout_s, "benchmark.py wall-clock limit in seconds")->check(CLI::Range(1, 86400));
       sub.add_option("--iterations", a->iterations, "timed iterations per batch (KZOO_OPTIONS)")->check(CLI::Range(1, 1000000));
+      sub.add_option("--cases", a->cases, "grade only these test case IDs (comma-separated; KZOO_OPTIONS)")
+          ->delimiter(',');
       sub.add_flag("--keep-workdir", a->o.keep_workdir, "keep the workdir and print its path");
       sub.add_option("--python", a->o.python, "python interpreter inside the sandbox (default $KZOO_PYTHON or /usr/bin/python3)");
       sub.add_option("--judge-dir", a->o.judge_dir, "directory holding kzoo_judge/ (default $KZOO_JUDGE_DIR or the source tree's)");
@@ -100,6 +104,10 @@ const bool registered = kzoo::cli::register_command(
         GradeOptions& o = a->o;
         o.timeout = std::chrono::seconds(a->timeout_s);
         if (a->iterations > 0) o.iterations = a->iterations;
+        if (!a->cases.empty()) {
+          if (!o.judge_options.is_object()) o.judge_options = nlohmann::json::object();
+          o.judge_options["cases"] = a->cases;
+        }
         if (!a->task.empty()) o.task_file = a->task;
         o.progress = [](std::string_view line) { std::cerr << "kzoo grade: " << line << "\n"; };
         if (a->verbose) o.on_stderr = [](std::string_view s) { std::cerr << sanitise(s); };

@@ -37,10 +37,19 @@ int exit_for(const std::string& state) {
 void print_submission(const nlohmann::json& s) {
   std::cerr << fmt::format("submission {} ({}): {}\n", s.value("id", 0), s.value("kernel_id", ""),
                            s.value("state", "?"));
+  // Figures are labelled with the device class that produced them: a CPU worker's figures of
+  // an h200 kernel are not h200 figures (docs/WORKER.md).
+  std::string dc = s.contains("device_class") && s["device_class"].is_string() ? s["device_class"].get<std::string>() : "";
+  const std::string kid = s.value("kernel_id", "");
+  const std::string arch = kid.substr(0, kid.find('/'));
+  if (!dc.empty())
+    std::cerr << fmt::format("  measured on device class {}{}\n", dc,
+                             dc == arch ? "" : " (not " + arch + ": kept with the job, not entered into the board)");
   if (s.contains("cases"))
     for (const auto& c : s["cases"]) {
       std::string metrics = c.contains("metrics") ? c["metrics"].dump() : "";
-      std::cerr << fmt::format("  {} {} {}\n", c.value("test_case_id", "?"), c.value("status", ""), metrics);
+      std::cerr << fmt::format("  {} {} {}{}\n", c.value("test_case_id", "?"), c.value("status", ""), metrics,
+                               dc.empty() || metrics.empty() ? "" : " [" + dc + "]");
     }
   if (s.contains("reasons"))
     for (const auto& r : s["reasons"]) std::cerr << "  reason: " << r.get<std::string>() << "\n";
@@ -48,6 +57,7 @@ void print_submission(const nlohmann::json& s) {
 
 struct SubmitOptions {
   std::string input, summary, server, submitter, kernel_id, route;
+  bool pull_request = false;
   bool no_wait = false, json = false;
 };
 
@@ -98,17 +108,16 @@ int submit(const SubmitOptions& o) {
     kernel_id = tar.kernel_id;
     filename = fs::path(o.input).filename().string();
   }
-  std::string submitter = o.submitter;
-  if (submitter.empty()) {
-    const char* u = std::getenv("USER");
-    submitter = u && *u ? u : "anonymous";
-  }
+  // The server takes the submitter from the token ($KZOO_TOKEN); a name given
+  // here is sent too, and the server checks it is the token's owner.
+  std::map<std::string, std::string> fields{
+      {"kernel_id", kernel_id}, {"package_filename", filename}, {"optimization_summary", o.summary}};
+  if (!o.submitter.empty()) fields["submitter_id"] = o.submitter;
   std::cerr << fmt::format("kzoo submit: {} ({} bytes) to {}\n", kernel_id, bytes.size(), o.server);
-  std::map<std::string, std::string> form{{"kernel_id", kernel_id}, {"submitter_id", submitter},
-                                          {"package_filename", filename}, {"optimization_summary", o.summary}};
-  if (!o.route.empty()) form["route"] = o.route;
+  if (!o.route.empty()) fields["route"] = o.route;
+  if (o.pull_request) fields["pull_request"] = "true";
   auto ans = upload_submission(
-      o.server, form,
+      o.server, fields,
       bytes, filename, [](std::uint64_t sent, std::uint64_t total) {
         std::cerr << fmt::format("\r  uploading {:3d}%", total ? sent * 100 / total : 100) << std::flush;
       });
@@ -122,6 +131,12 @@ int submit(const SubmitOptions& o) {
   if (ans->status != 202) return error(describe_error(*ans));
   const auto id = ans->body.value("id", std::int64_t{0});
   std::cerr << fmt::format("kzoo submit: submission {} queued\n", id);
+  if (ans->body.value("held", false)) {
+    const bool pull = ans->body.value("hold_reason", "") == "PullRequest";
+    std::cerr << fmt::format("kzoo submit: its job is held ({}): {}\n", ans->body.value("hold_reason", ""),
+                             pull ? fmt::format("a pull request, graded once the route's owner merges it (kzoo merge {})", id)
+                                  : "it waits for a maintainer to release it (kzoo release)");
+  }
   if (o.no_wait) {
     if (o.json) print(ans->body);
     return kzoo::cli::kExitOk;
@@ -149,9 +164,11 @@ const bool submit_registered = kzoo::cli::register_command(
       sub.add_option("package", o->input, "Package directory or .tar.gz")->required();
       sub.add_option("--summary", o->summary, "optimization_summary: what this submission changes")->required();
       sub.add_option("--server", o->server, "Server URL (env KZOO_SERVER, default http://127.0.0.1:8321)");
-      sub.add_option("--submitter", o->submitter, "submitter_id, no spaces (default $USER)");
+      sub.add_option("--submitter", o->submitter, "submitter_id, checked against the token's owner (default: the owner)");
       sub.add_option("--kernel-id", o->kernel_id, "Kernel ID of a directory outside a kernel_data root");
       sub.add_option("--route", o->route, "The route (branch routes/NAME) to land on; the first to name it owns it");
+      sub.add_flag("--pull-request", o->pull_request,
+                   "The route is someone else's: open a pull request to it (graded once its owner merges it)");
       sub.add_flag("--no-wait", o->no_wait, "Return once queued");
       sub.add_flag("--json", o->json, "Print one JSON document on stdout");
       return [o] { return submit(*o); };

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "kzoo/cli/command.hpp"
@@ -45,6 +46,7 @@ struct Args {
   int timeout_s = 1800;
   int iterations = 0;
   double min_gain = -1, max_p = -1;
+  std::string token_file;
 };
 
 const bool registered = kzoo::cli::register_command(
@@ -57,8 +59,15 @@ const bool registered = kzoo::cli::register_command(
       a->o.judge_dir = env_or("KZOO_JUDGE_DIR", std::string(KZOO_SOURCE_DIR) + "/judge");
       a->o.python = env_or("KZOO_PYTHON", "/usr/bin/python3");
       sub.add_option("--data", a->o.data_dir, "data directory (kernel_data.git, state.db, uploads/); default $KZOO_DATA");
+      sub.add_option("--server", a->o.server_url,
+                     "work through this server's runner API instead of a data directory (needs a runner token)");
+      sub.add_option("--token-file", a->token_file,
+                     "file holding the runner token for --server (default: $KZOO_TOKEN)");
       sub.add_option("--id", a->o.worker_id, "worker id (lease owner); default host:pid");
       sub.add_option("--device", a->o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+      sub.add_option("--device-class", a->o.device_class,
+                     "device class of this worker's results (catalog device_classes.json); default: read from the GPU's "
+                     "name, cpu for --device cpu. Required when no class matches the GPU");
       sub.add_flag("--once", a->once, "handle at most one job, then exit");
       sub.add_option("--lease", a->o.lease_seconds, "lease in seconds, renewed every third of it")->check(CLI::Range(3, 86400));
       sub.add_option("--catalog", a->o.catalog_dir, "catalog directory holding tasks/ (default $KZOO_CATALOG or the source tree's)");
@@ -74,6 +83,19 @@ const bool registered = kzoo::cli::register_command(
                    "run without bubblewrap (tests and trusted code only)");
       return [a] {
         auto& o = a->o;
+        if (!o.server_url.empty()) {
+          // A token on the command line would show in `ps`: a file or the environment only.
+          if (!a->token_file.empty()) {
+            std::ifstream in(a->token_file);
+            if (!in || !std::getline(in, o.token)) {
+              std::cerr << "kzoo worker: cannot read a token from " << a->token_file << "\n";
+              return kzoo::cli::kExitError;
+            }
+            while (!o.token.empty() && (o.token.back() == '\r' || o.token.back() == ' ')) o.token.pop_back();
+          } else if (const char* t = std::getenv("KZOO_TOKEN"); t && *t) {
+            o.token = t;
+          }
+        }
         o.catalog_dir = catalog_root(o.catalog_dir);
         o.timeout = std::chrono::seconds(a->timeout_s);
         if (a->iterations > 0) o.iterations = a->iterations;
@@ -93,6 +115,10 @@ const bool registered = kzoo::cli::register_command(
           std::cerr << "kzoo worker: " << w.error().message << "\n";
           return kzoo::cli::kExitError;
         }
+        std::cerr << "kzoo worker: " << (*w)->options().worker_id << " serving "
+                  << (o.server_url.empty() ? o.data_dir : o.server_url) << " as device class "
+                  << (*w)->options().device_class
+                  << ((*w)->options().gpu_name.empty() ? "" : " (" + (*w)->options().gpu_name + ")") << "\n";
         if (a->once) {
           auto r = (*w)->run_once();
           if (!r) {
@@ -117,7 +143,6 @@ const bool registered = kzoo::cli::register_command(
         }
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);
-        std::cerr << "kzoo worker: " << (*w)->options().worker_id << " serving " << o.data_dir << "\n";
         auto n = (*w)->run_loop(g_stop);
         std::cerr << "kzoo worker: stopped after " << n << " job(s)\n";
         return kzoo::cli::kExitOk;

@@ -12,9 +12,12 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "kzoo/access/policy.hpp"
+#include "kzoo/package/package_tree.hpp"
 #include "kzoo/server/config.hpp"
 #include "kzoo/server/data_dir.hpp"
 #include "kzoo/server/metrics.hpp"
+#include "kzoo/server/upload_file.hpp"
 #include "kzoo/store/kernel_repo.hpp"
 #include "kzoo/store/state_db.hpp"
 
@@ -33,6 +36,7 @@ class DbPool {
       if (db_) pool_->put(std::move(db_));
     }
     store::StateDb* operator->() { return db_.get(); }
+    store::StateDb& operator*() { return *db_; }
 
    private:
     DbPool* pool_;
@@ -54,6 +58,22 @@ struct KernelIndex {
   std::string body;  // the JSON response
 };
 
+// Who sent a request, once authorize() let it through: nullopt = anonymous.
+struct Caller {
+  std::optional<access::Principal> who;
+  access::Decision decision;
+  store::Actor actor() const {
+    return who ? store::Actor{who->user, who->token_id} : store::Actor{"anonymous", ""};
+  }
+};
+
+struct KeptUpload {
+  UploadFile file;
+  std::string name;    // "<sha256>-<suffix>.tar.gz", under the uploads directory once committed
+  std::string path;    // where it will be: uploads/<name>
+  std::string sha256;
+};
+
 struct Api {
   ServerConfig cfg;
   DataPaths paths;
@@ -72,15 +92,59 @@ struct Api {
   void get_kernel(const httplib::Request& req, httplib::Response& res);
   void get_job_log(const httplib::Request& req, httplib::Response& res);
   void get_metrics(const httplib::Request& req, httplib::Response& res);
+  void get_held_jobs(const httplib::Request& req, httplib::Response& res);
+  void post_release(const httplib::Request& req, httplib::Response& res);
+  void get_audit(const httplib::Request& req, httplib::Response& res);
+  void get_whoami(const httplib::Request& req, httplib::Response& res);
+
+  // The runner API (runner_api.cpp): a worker with a runner token claims,
+  // heartbeats, reads its job's inputs, records evidence, accepts, completes.
+  void runner_claim(const httplib::Request& req, httplib::Response& res);
+  void runner_heartbeat(const httplib::Request& req, httplib::Response& res);
+  void runner_package(const httplib::Request& req, httplib::Response& res);
+  void runner_trusted(const httplib::Request& req, httplib::Response& res);
+  void runner_recovery(const httplib::Request& req, httplib::Response& res);
+  void runner_board(const httplib::Request& req, httplib::Response& res);
+  void runner_evidence(const httplib::Request& req, httplib::Response& res);
+  void runner_accept(const httplib::Request& req, httplib::Response& res);
+  void runner_complete(const httplib::Request& req, httplib::Response& res);
+  void runner_retry(const httplib::Request& req, httplib::Response& res);
+
+  // The request's token (Authorization: Bearer), checked against the store,
+  // then access::authorize for `action`. nullopt when refused: 401 (a token
+  // that is malformed, unknown, revoked or expired, or none where one is
+  // needed) or 403, with `res` filled and WWW-Authenticate set on 401.
+  std::optional<Caller> require(const httplib::Request& req, httplib::Response& res, access::Action action,
+                                const access::Context& ctx = {});
+  // Per-token limits for a submission of `incoming_bytes`; false when over
+  // one (429 with Retry-After, `res` filled).
+  bool within_limits(const Caller& c, std::uint64_t incoming_bytes, httplib::Response& res);
   // The board (board_api.cpp): JSON and pages.
   void get_board(const httplib::Request& req, httplib::Response& res);
   void get_board_version(const httplib::Request& req, httplib::Response& res);
   void get_routes(const httplib::Request& req, httplib::Response& res);
   void post_baselines(const httplib::Request& req, httplib::Response& res);
+  void post_board_status(const httplib::Request& req, httplib::Response& res);
+  void post_board_checks(const httplib::Request& req, httplib::Response& res);
   void page_board(const httplib::Request& req, httplib::Response& res);
   void page_board_version(const httplib::Request& req, httplib::Response& res);
   void page_kernel(const httplib::Request& req, httplib::Response& res);
   void page_submission(const httplib::Request& req, httplib::Response& res);
+  // Pull requests (pulls_api.cpp).
+  void get_pulls(const httplib::Request& req, httplib::Response& res);
+  void get_pull(const httplib::Request& req, httplib::Response& res);
+  void post_pull_merge(const httplib::Request& req, httplib::Response& res);
+  void post_pull_close(const httplib::Request& req, httplib::Response& res);
+  void post_pull_decision(const httplib::Request& req, httplib::Response& res, bool merge);
+  void post_pull_comment(const httplib::Request& req, httplib::Response& res);
+  // Route merges (route_merge_api.cpp).
+  void post_route_merge(const httplib::Request& req, httplib::Response& res);
+  // A package from the repository kept as an upload, so that its submission
+  // reads as every other one (baselines, route merges): the file is finished,
+  // and commit(name) moves it into place once the submission is recorded.
+  Result<KeptUpload> keep_tree(const std::string& kernel_id, const package::PackageTree& tree);
+  // The token check of a page (require, Action::read), its refusal as a page.
+  bool page_readable(const httplib::Request& req, httplib::Response& res);
 
   // Rejects submissions left `received` by a killed server; deletes stray uploads.
   Result<int> recover();

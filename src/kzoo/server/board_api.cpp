@@ -3,10 +3,12 @@
 // queues a measurement of each board kernel's eager baseline.
 #include <charconv>
 #include <fstream>
+#include <regex>
 
 #include <fmt/format.h>
 
 #include "kzoo/board/board.hpp"
+#include "kzoo/format/json_text.hpp"
 #include "kzoo/package/tarball.hpp"
 #include "kzoo/server/api.hpp"
 #include "kzoo/server/pages.hpp"
@@ -15,7 +17,8 @@
 
 namespace kzoo::server {
 
-void Api::get_board(const httplib::Request&, httplib::Response& res) {
+void Api::get_board(const httplib::Request& req, httplib::Response& res) {
+  if (!require(req, res, access::Action::read)) return;
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   auto b = board::board_json(repo, *(*lease).operator->(), std::nullopt, store::system_now_ms());
@@ -28,6 +31,7 @@ void Api::get_board(const httplib::Request&, httplib::Response& res) {
 }
 
 void Api::get_board_version(const httplib::Request& req, httplib::Response& res) {
+  if (!require(req, res, access::Action::read)) return;
   int v = 0;
   const std::string s = req.matches[1];
   std::from_chars(s.data(), s.data() + s.size(), v);
@@ -47,7 +51,8 @@ void Api::get_board_version(const httplib::Request& req, httplib::Response& res)
   send_json(res, 200, **b);
 }
 
-void Api::get_routes(const httplib::Request&, httplib::Response& res) {
+void Api::get_routes(const httplib::Request& req, httplib::Response& res) {
+  if (!require(req, res, access::Action::read)) return;
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   auto r = board::routes_json(repo, *(*lease).operator->(), store::system_now_ms());
@@ -56,6 +61,8 @@ void Api::get_routes(const httplib::Request&, httplib::Response& res) {
 }
 
 void Api::post_baselines(const httplib::Request& req, httplib::Response& res) {
+  auto caller = require(req, res, access::Action::measure_baselines);
+  if (!caller) return;
   auto rules = board::rules_in_force(repo);
   if (!rules) return send_error(res, 500, "board", rules.error().message);
   if (!*rules)
@@ -71,41 +78,118 @@ void Api::post_baselines(const httplib::Request& req, httplib::Response& res) {
     kernels.push_back(k);
   }
   if (kernels.empty()) kernels = (*rules)->kernels;
-  std::string submitter = req.has_param("submitter") ? req.get_param_value("submitter") : "kzoo-baseline";
-  if (submitter.empty() || submitter.size() > 128 || submitter.find_first_of(" \t\r\n") != std::string::npos)
-    return send_error(res, 400, "invalid_field", "submitter must be 1-128 bytes without whitespace", "submitter");
+  // The maintainer who asks is the submitter of record.
+  const std::string submitter = caller->who->user;
+  if (req.has_param("submitter") && req.get_param_value("submitter") != submitter)
+    return send_error(res, 403, "submitter_mismatch",
+                      fmt::format("submitter \"{}\" is not the owner of this token ({}): leave it out",
+                                  package::detail::printable(req.get_param_value("submitter")),
+                                  access::describe(*caller->who)),
+                      "submitter");
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
+  (*lease)->set_actor(caller->actor());
   nlohmann::json out = nlohmann::json::array();
   for (const auto& k : kernels) {
     auto commit = board::baseline_commit(repo, k);
     if (!commit) return send_error(res, 422, "no_baseline", commit.error().message, "kernel");
     auto tree = repo.read_package(k, *commit);
     if (!tree) return send_error(res, 500, "repository", tree.error().message);
-    auto bytes = package::package_tarball_bytes(*tree, k);
-    if (!bytes) return send_error(res, 500, "repository", bytes.error().message);
-    // Kept like an upload, so the submission reads as every other one; the
-    // worker measures the source from the repository at that commit, not this file.
-    auto f = UploadFile::create(paths.uploads(), cfg.max_upload_bytes);
-    if (!f) return send_error(res, 500, "storage", f.error().message);
-    if (auto w = f->write(*bytes); !w) return send_error(res, 500, "storage", w.error().message);
-    auto sha = f->finish();
-    if (!sha) return send_error(res, 500, "storage", sha.error().message);
-    std::string name = *sha + "-" + f->temp_path().substr(f->temp_path().size() - 6) + ".tar.gz";
-    store::NewSubmission ns{k, submitter,
-                            fmt::format("eager baseline of {} (source at {}) for board v{} on {}", k,
-                                        commit->substr(0, 12), (*rules)->version, (*rules)->device_class),
-                            paths.uploads() + "/" + name, *sha};
+    // The worker measures the source from the repository at that commit, not this file.
+    auto kept = keep_tree(k, *tree);
+    if (!kept) return send_error(res, 500, "storage", kept.error().message);
+    store::NewSubmission ns;
+    ns.kernel_id = k;
+    ns.submitter_id = submitter;
+    ns.summary = fmt::format("eager baseline of {} (source at {}) for board v{} on {}", k, commit->substr(0, 12),
+                             (*rules)->version, (*rules)->device_class);
+    ns.package_path = kept->path;
+    ns.sha256 = kept->sha256;
     ns.kind = "baseline";
+    ns.token_id = caller->who->token_id;  // package_bytes stays 0: the server made these bytes
     auto s = (*lease)->create_submission(ns);
     if (!s) return send_error(res, http_status(s.error()), "database", s.error().message);
-    if (auto c = f->commit(name); !c) return send_error(res, 500, "storage", c.error().message);
+    if (auto c = kept->file.commit(kept->name); !c) return send_error(res, 500, "storage", c.error().message);
     auto job = (*lease)->enqueue(s->id, cfg.max_attempts);
     if (!job) return send_error(res, http_status(job.error()), "database", job.error().message);
     out.push_back({{"id", s->id}, {"kernel_id", k}, {"job_id", job->id}, {"baseline_commit", *commit},
                    {"links", {{"self", fmt::format("/api/submissions/{}", s->id)}}}});
   }
   send_json(res, 202, {{"version", (*rules)->version}, {"device_class", (*rules)->device_class}, {"submissions", out}});
+}
+
+namespace {
+
+// The JSON object a maintainer's board request carries; nullopt (res filled) when it is not one.
+std::optional<nlohmann::json> object_body(const httplib::Request& req, httplib::Response& res) {
+  auto doc = format::parse_json(req.body.empty() ? std::string("{}") : req.body, "request body",
+                                {.max_bytes = 64u << 10, .max_depth = 8});
+  if (!doc || !doc->is_object()) {
+    send_error(res, 400, "invalid_body", doc ? "the body must be a JSON object" : to_string(doc.error()));
+    return std::nullopt;
+  }
+  return *doc;
+}
+
+}  // namespace
+
+void Api::post_board_status(const httplib::Request& req, httplib::Response& res) {
+  auto caller = require(req, res, access::Action::set_board_status);
+  if (!caller) return;
+  auto body = object_body(req, res);
+  if (!body) return;
+  const auto& st = body->value("status", nlohmann::json());
+  if (!st.is_string())
+    return send_error(res, 400, "invalid_field", "status must be active, saturated, superseded or flawed", "status");
+  auto in_force = board::rules_in_force(repo);
+  if (!in_force) return send_error(res, 500, "board", in_force.error().message);
+  int version = 0;
+  if (const auto& v = body->value("version", nlohmann::json()); v.is_number_integer()) {
+    version = v.get<int>();
+    auto known = board::rules_of_version(repo, version);
+    if (!known || !*known)
+      return send_error(res, 404, "unknown_board", fmt::format("there is no board of version {}", version), "version");
+  } else if (!v.is_null()) {
+    return send_error(res, 400, "invalid_field", "version must be an integer (default: the board in force)", "version");
+  } else if (*in_force) {
+    version = (*in_force)->version;
+  } else {
+    return send_error(res, 409, "no_board", "there is no board: tag a commit holding scienceslack.json `checks` first");
+  }
+  auto lease = db.get();
+  if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
+  (*lease)->set_actor(caller->actor());
+  auto set = (*lease)->set_board_status(version, st.get<std::string>());
+  if (!set)
+    return send_error(res, http_status(set.error()),
+                      set.error().kind == store::StateError::invalid ? "invalid_field" : "database", set.error().message,
+                      "status");
+  send_json(res, 200,
+            {{"version", set->version}, {"status", set->status}, {"set_by", set->set_by}, {"set_at", iso8601(set->set_at)}});
+}
+
+void Api::post_board_checks(const httplib::Request& req, httplib::Response& res) {
+  auto caller = require(req, res, access::Action::move_checks_tag);
+  if (!caller) return;
+  auto body = object_body(req, res);
+  if (!body) return;
+  const auto& c = body->value("commit", nlohmann::json());
+  static const std::regex kCommit("^[0-9a-f]{40}$");
+  if (!c.is_string() || !std::regex_match(c.get<std::string>(), kCommit))
+    return send_error(res, 400, "invalid_field", "commit must be a full commit id (40 hex digits) of kernel_data",
+                      "commit");
+  auto before = board::rules_in_force(repo);
+  auto approved = board::approve_rules(repo, c.get<std::string>());
+  if (!approved) return send_error(res, 422, "invalid_rules", approved.error().message, "commit");
+  auto lease = db.get();
+  if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
+  (*lease)->set_actor(caller->actor());
+  (void)(*lease)->append_audit("board.checks", "refs/tags/checks",
+                               {{"from", before && *before ? nlohmann::json((*before)->commit) : nlohmann::json()},
+                                {"to", approved->commit},
+                                {"version", approved->version}});
+  send_json(res, 200, {{"commit", approved->commit}, {"version", approved->version}, {"status", approved->status},
+                       {"kernels", approved->kernels}});
 }
 
 namespace {
@@ -118,7 +202,18 @@ void send_html(httplib::Response& res, int status, const std::string& html) {
 
 }  // namespace
 
-void Api::page_board(const httplib::Request&, httplib::Response& res) {
+// Pages are read like the JSON they show (require_token_for_reads); a refusal
+// is a page too, with the same status.
+bool Api::page_readable(const httplib::Request& req, httplib::Response& res) {
+  if (require(req, res, access::Action::read)) return true;
+  auto doc = nlohmann::json::parse(res.body, nullptr, false);
+  std::string why = doc.is_object() && doc.contains("error") ? doc["error"].value("message", "") : "";
+  send_html(res, res.status, render_message_page("Not allowed", why));
+  return false;
+}
+
+void Api::page_board(const httplib::Request& req, httplib::Response& res) {
+  if (!page_readable(req, res)) return;
   auto lease = db.get();
   if (!lease) return send_html(res, 503, render_message_page("Board unavailable", lease.error().message));
   auto b = board::board_json(repo, *(*lease).operator->(), std::nullopt, store::system_now_ms());
@@ -132,6 +227,7 @@ void Api::page_board(const httplib::Request&, httplib::Response& res) {
 }
 
 void Api::page_board_version(const httplib::Request& req, httplib::Response& res) {
+  if (!page_readable(req, res)) return;
   int v = 0;
   const std::string s = req.matches[1];
   std::from_chars(s.data(), s.data() + s.size(), v);
@@ -144,6 +240,7 @@ void Api::page_board_version(const httplib::Request& req, httplib::Response& res
 }
 
 void Api::page_kernel(const httplib::Request& req, httplib::Response& res) {
+  if (!page_readable(req, res)) return;
   const std::string id = req.matches[1];
   auto idx = kernels();
   if (!idx) return send_html(res, 500, render_message_page("Repository unavailable", idx.error().message));
@@ -157,6 +254,7 @@ void Api::page_kernel(const httplib::Request& req, httplib::Response& res) {
 }
 
 void Api::page_submission(const httplib::Request& req, httplib::Response& res) {
+  if (!page_readable(req, res)) return;
   std::int64_t id = 0;
   const std::string s = req.matches[1];
   std::from_chars(s.data(), s.data() + s.size(), id);
@@ -169,13 +267,33 @@ void Api::page_submission(const httplib::Request& req, httplib::Response& res) {
   auto jobs = (*lease)->jobs_of(id);
   nlohmann::json js = nlohmann::json::array();
   if (jobs)
-    for (const auto& j : *jobs) js.push_back({{"id", j.id}, {"state", store::to_string(j.state)}});
+    for (const auto& j : *jobs)
+      js.push_back({{"id", j.id},
+                    {"state", store::to_string(j.state)},
+                    {"hold_reason", j.held && j.state == store::State::queued ? nlohmann::json(j.hold_reason) : nlohmann::json(false)}});
+  nlohmann::json pull = false;
+  if (auto p = (*lease)->get_pull(id); p) {
+    nlohmann::json cs = nlohmann::json::array();
+    if (auto c = (*lease)->comments(id); c)
+      for (const auto& x : *c)
+        cs.push_back({{"who", x.who}, {"kind", store::to_string(x.kind)}, {"at", iso8601(x.at)}, {"body", x.body}});
+    std::string owner = p->route.empty() ? "maintainers" : "";
+    if (auto rs = (*lease)->list_routes(); rs)
+      for (const auto& r : *rs)
+        if (!p->route.empty() && r.name == p->route) owner = r.owner;
+    pull = {{"route", p->route},
+            {"into", p->route.empty() ? std::string("main") : "routes/" + p->route},
+            {"route_owner", owner},
+            {"state", store::to_string(p->state)},
+            {"decided_by", p->decided_by.empty() ? nlohmann::json(false) : nlohmann::json(p->decided_by)},
+            {"comments", cs}};
+  }
   send_html(res, 200,
             render_submission_page({{"id", sub->id}, {"kernel_id", sub->kernel_id}, {"submitter_id", sub->submitter_id},
                                     {"summary", sub->summary}, {"state", store::to_string(sub->state)},
                                     {"verdict", sub->verdict}, {"reasons", sub->reasons},
                                     {"accepted_commit", sub->accepted_commit}, {"created_at", iso8601(sub->created_at)},
-                                    {"route", sub->route}, {"kind", sub->kind}, {"jobs", js}}));
+                                    {"route", sub->route}, {"kind", sub->kind}, {"jobs", js}, {"pull", pull}}));
 }
 
 }  // namespace kzoo::server

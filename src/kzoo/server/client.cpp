@@ -1,5 +1,6 @@
 #include "kzoo/server/client.hpp"
 
+#include <cctype>
 #include <cstdlib>
 #include <random>
 
@@ -30,27 +31,44 @@ std::string default_server_url() {
   return s && *s ? s : "http://127.0.0.1:8321";
 }
 
-Result<Answer> http_get(const std::string& server, const std::string& path, int timeout_s) {
+std::string default_token() {
+  const char* t = std::getenv("KZOO_TOKEN");
+  return t && *t ? t : "";
+}
+
+Result<Answer> http_get(const std::string& server, const std::string& path, int timeout_s, const std::string& token) {
   httplib::Client cli(server);
   cli.set_connection_timeout(10, 0);
   cli.set_read_timeout(timeout_s, 0);
+  if (!token.empty()) cli.set_bearer_token_auth(token);
   auto r = cli.Get(path.c_str());
   if (!r) return fail(fmt::format("cannot reach {}: {}", server, httplib::to_string(r.error())));
   return to_answer(r);
 }
 
-Result<Answer> http_post_empty(const std::string& server, const std::string& path, int timeout_s) {
+Result<Answer> http_post_json(const std::string& server, const std::string& path, const nlohmann::json& body,
+                              const std::string& token, int timeout_s) {
   httplib::Client cli(server);
   cli.set_connection_timeout(10, 0);
   cli.set_read_timeout(timeout_s, 0);
-  auto r = cli.Post(path.c_str(), "", "application/json");
+  if (!token.empty()) cli.set_bearer_token_auth(token);
+  auto r = cli.Post(path.c_str(), body.is_null() ? std::string("{}") : body.dump(), "application/json");
   if (!r) return fail(fmt::format("cannot reach {}: {}", server, httplib::to_string(r.error())));
   return to_answer(r);
 }
 
+std::string query_escape(const std::string& v) {
+  std::string out;
+  for (unsigned char c : v) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
+    else out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
 Result<Answer> upload_submission(const std::string& server, const std::map<std::string, std::string>& fields,
                                  const std::string& package, const std::string& filename, const Progress& progress,
-                                 int timeout_s) {
+                                 int timeout_s, const std::string& token) {
   // The multipart body is built whole (packages are small, capped at 16 MiB)
   // and sent through a content provider, so progress can be reported while
   // the length stays known (no chunked encoding, which the server refuses).
@@ -66,6 +84,7 @@ Result<Answer> upload_submission(const std::string& server, const std::map<std::
   cli.set_connection_timeout(10, 0);
   cli.set_read_timeout(timeout_s, 0);
   cli.set_write_timeout(timeout_s, 0);
+  if (!token.empty()) cli.set_bearer_token_auth(token);
   const std::uint64_t total = body->size();
   auto r = cli.Post(
       "/api/submissions", body->size(),

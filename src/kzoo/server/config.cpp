@@ -48,6 +48,10 @@ void for_each_int(ServerConfig& c, F&& f) {
   narrow("keep_alive_timeout_s", "KZOO_KEEP_ALIVE_TIMEOUT_S", c.keep_alive_timeout_s);
   narrow("max_connections", "KZOO_MAX_CONNECTIONS", c.max_connections);
   narrow("max_connections_per_client", "KZOO_MAX_CONNECTIONS_PER_CLIENT", c.max_connections_per_client);
+  f("limit_submissions_per_hour", "KZOO_LIMIT_SUBMISSIONS_PER_HOUR", c.limit_submissions_per_hour);
+  f("limit_concurrent_jobs", "KZOO_LIMIT_CONCURRENT_JOBS", c.limit_concurrent_jobs);
+  f("limit_upload_bytes_per_day", "KZOO_LIMIT_UPLOAD_BYTES_PER_DAY", c.limit_upload_bytes_per_day);
+  f("limit_comments_per_hour", "KZOO_LIMIT_COMMENTS_PER_HOUR", c.limit_comments_per_hour);
 }
 
 }  // namespace
@@ -109,6 +113,12 @@ Result<void> apply_config_file(const std::string& text, const std::string& file,
   if (auto r = str("listen", listen); !r) return r;
   if (!listen.empty())
     if (auto r = parse_listen(listen, cfg); !r) return fail(file + ": " + r.error().message);
+  if (doc->contains("require_token_for_reads")) {
+    used["require_token_for_reads"] = true;
+    const auto& b = (*doc)["require_token_for_reads"];
+    if (!b.is_boolean()) return fail(fmt::format("{}: \"require_token_for_reads\" must be true or false, found {}", file, b.dump()));
+    cfg.require_token_for_reads = b.get<bool>();
+  }
   std::string err;
   for_each_int(cfg, [&](const char* key, const char*, std::int64_t& v) {
     if (!doc->contains(key) || !err.empty()) return;
@@ -125,7 +135,9 @@ Result<void> apply_config_file(const std::string& text, const std::string& file,
     if (!u)
       return fail(fmt::format("{}: unknown key \"{}\": the keys are data_dir, listen, catalog, max_upload_bytes, "
                               "threads, queue_max, read_timeout_s, write_timeout_s, upload_deadline_s, max_attempts, "
-                              "header_timeout_s, keep_alive_timeout_s, max_connections, max_connections_per_client",
+                              "header_timeout_s, keep_alive_timeout_s, max_connections, max_connections_per_client, "
+                              "require_token_for_reads, limit_submissions_per_hour, limit_concurrent_jobs, "
+                              "limit_upload_bytes_per_day, limit_comments_per_hour",
                               file, k));
   return ok();
 }
@@ -135,6 +147,11 @@ Result<void> apply_env(const EnvLookup& env, ServerConfig& cfg) {
   if (auto v = env("KZOO_CATALOG"); v && !v->empty()) cfg.catalog = *v;
   if (auto v = env("KZOO_LISTEN"); v && !v->empty())
     if (auto r = parse_listen(*v, cfg); !r) return fail("KZOO_LISTEN: " + r.error().message);
+  if (auto v = env("KZOO_REQUIRE_TOKEN_FOR_READS"); v && !v->empty()) {
+    if (*v == "1" || *v == "true") cfg.require_token_for_reads = true;
+    else if (*v == "0" || *v == "false") cfg.require_token_for_reads = false;
+    else return fail(fmt::format("KZOO_REQUIRE_TOKEN_FOR_READS = \"{}\": give true or false", *v));
+  }
   std::string err;
   for_each_int(cfg, [&](const char*, const char* name, std::int64_t& v) {
     auto s = env(name);
@@ -164,7 +181,11 @@ Result<void> check_config(const ServerConfig& c) {
                  range("header_timeout_s", c.header_timeout_s, 1, 3600),
                  range("keep_alive_timeout_s", c.keep_alive_timeout_s, 1, 3600),
                  range("max_connections", c.max_connections, 1, 1000000),
-                 range("max_connections_per_client", c.max_connections_per_client, 1, 1000000)})
+                 range("max_connections_per_client", c.max_connections_per_client, 1, 1000000),
+                 range("limit_submissions_per_hour", c.limit_submissions_per_hour, 0, 1'000'000),
+                 range("limit_concurrent_jobs", c.limit_concurrent_jobs, 0, 1'000'000),
+                 range("limit_upload_bytes_per_day", c.limit_upload_bytes_per_day, 0, 1ll << 50),
+                 range("limit_comments_per_hour", c.limit_comments_per_hour, 0, 1'000'000)})
     if (!r) return r;
   if (c.data_dir.empty()) return fail("data_dir is empty: give --data DIR or KZOO_DATA");
   return ok();
@@ -175,6 +196,7 @@ nlohmann::json to_json(const ServerConfig& c) {
   j["listen"] = (c.listen_host.find(':') != std::string::npos ? "[" + c.listen_host + "]" : c.listen_host) + ":" +
                 std::to_string(c.listen_port);
   j["catalog"] = c.catalog;
+  j["require_token_for_reads"] = c.require_token_for_reads;
   ServerConfig copy = c;
   for_each_int(copy, [&](const char* key, const char*, std::int64_t& v) { j[key] = v; });
   return j;

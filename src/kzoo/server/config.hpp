@@ -23,6 +23,12 @@
 // | keep_alive_timeout_s | KZOO_KEEP_ALIVE_TIMEOUT_S | 5 (idle between requests) |
 // | max_connections     | KZOO_MAX_CONNECTIONS    | 4096 (open at once, in total) |
 // | max_connections_per_client | KZOO_MAX_CONNECTIONS_PER_CLIENT | 64 (per IPv4 address / IPv6 /64) |
+// | require_token_for_reads | KZOO_REQUIRE_TOKEN_FOR_READS | false (reads are public) |
+// | limit_submissions_per_hour | KZOO_LIMIT_SUBMISSIONS_PER_HOUR | 60 (per token; 0 = none allowed) |
+// | limit_concurrent_jobs | KZOO_LIMIT_CONCURRENT_JOBS | 8 (queued or running, per token) |
+// | limit_upload_bytes_per_day | KZOO_LIMIT_UPLOAD_BYTES_PER_DAY | 1073741824 (1 GiB, per token) |
+// | limit_comments_per_hour | KZOO_LIMIT_COMMENTS_PER_HOUR | 120 (comments and reviews, per token) |
+// A token may carry its own limits (`kzoo token new --max-...`), which win.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +58,11 @@ struct ServerConfig {
   int keep_alive_timeout_s = 5;
   int max_connections = 4096;
   int max_connections_per_client = 64;
+  bool require_token_for_reads = false;
+  std::int64_t limit_submissions_per_hour = 60;
+  std::int64_t limit_concurrent_jobs = 8;
+  std::int64_t limit_upload_bytes_per_day = 1ll << 30;
+  std::int64_t limit_comments_per_hour = 120;
 };
 
 // Reads an environment variable; tests inject a map.

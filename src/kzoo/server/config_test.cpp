@@ -51,10 +51,37 @@ TEST(Config, UnknownKeysWrongTypesAndBadValuesAreErrorsNamingThem) {
   EXPECT_FALSE(check_config(c));
 }
 
+TEST(Config, AccessSettingsComeFromTheFileAndTheEnvironment) {
+  auto c = default_config(env_of({}));
+  EXPECT_FALSE(c.require_token_for_reads);  // reads are public by default
+  ASSERT_TRUE(apply_config_file(R"({"require_token_for_reads": true, "limit_submissions_per_hour": 5,
+                                    "limit_concurrent_jobs": 2, "limit_upload_bytes_per_day": 1000,
+                                    "limit_comments_per_hour": 7})",
+                                "k.json", c));
+  EXPECT_TRUE(c.require_token_for_reads);
+  EXPECT_EQ(c.limit_submissions_per_hour, 5);
+  EXPECT_EQ(c.limit_concurrent_jobs, 2);
+  EXPECT_EQ(c.limit_upload_bytes_per_day, 1000);
+  EXPECT_EQ(c.limit_comments_per_hour, 7);
+  ASSERT_TRUE(apply_env(env_of({{"KZOO_REQUIRE_TOKEN_FOR_READS", "false"}, {"KZOO_LIMIT_CONCURRENT_JOBS", "3"}}), c));
+  EXPECT_FALSE(c.require_token_for_reads);
+  EXPECT_EQ(c.limit_concurrent_jobs, 3);
+  auto r = apply_config_file(R"({"require_token_for_reads": "yes"})", "k.json", c);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("require_token_for_reads"), std::string::npos);
+  r = apply_env(env_of({{"KZOO_REQUIRE_TOKEN_FOR_READS", "maybe"}}), c);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("KZOO_REQUIRE_TOKEN_FOR_READS"), std::string::npos);
+  c.limit_submissions_per_hour = -1;
+  EXPECT_FALSE(check_config(c));
+}
+
 TEST(Config, TheWrittenFormReadsBackTheSame) {
   auto c = default_config(env_of({}));
   c.max_upload_bytes = 1 << 20;
   c.listen_port = 9999;
+  c.require_token_for_reads = true;
+  c.limit_upload_bytes_per_day = 12345;
   auto d = default_config(env_of({}));
   ASSERT_TRUE(apply_config_file(to_json(c).dump(), "k.json", d));
   EXPECT_EQ(to_json(d), to_json(c));

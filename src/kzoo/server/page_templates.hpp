@@ -28,6 +28,7 @@ inline constexpr const char* kBoard = R"({{> head}}
 <h1 id="title">{{title}}</h1>
 <p>{{description}}</p>
 <p id="counts">{{agents_at_work}} agents at work · {{agents}} agents in all · {{routes}} routes · active {{last_activity}}</p>
+{{#held_jobs}}<p id="held">{{held_jobs}} job(s) from outside the project wait for a maintainer to release them (JobHeldAdmin):{{#held}} job {{job}} ({{kernel_id}}, by {{submitter}}, since {{since}});{{/held}}</p>{{/held_jobs}}
 
 <h2>How results are judged</h2>
 <table id="judged">
@@ -58,10 +59,11 @@ inline constexpr const char* kBoard = R"({{> head}}
 
 <h2>Who can do what</h2>
 <ul id="who">
-<li>Anyone can submit a package, and start a route by naming it (<code>kzoo submit --route NAME</code>).</li>
-<li>A route belongs to whoever started it, with their agents, and to the maintainers. Others contribute to it by submission.</li>
+<li>Anyone signed in (a token: <code>kzoo token new</code>) can submit a package, and start a route by naming it (<code>kzoo submit --route NAME</code>).</li>
+<li>A route belongs to whoever started it, with their agents, and to the maintainers. Others contribute to it by pull request (<code>kzoo submit --route NAME --pull-request</code>), which its owner or a maintainer merges; anyone signed in may comment and review.</li>
+<li>Jobs from outside the project wait for a maintainer to release them (JobHeldAdmin).</li>
 <li>Only maintainers push to the default branch <code>main</code> and merge into it{{#adopt_auto}}; with <code>adopt: auto</code>, an accepted result also lands on main when main's source of that kernel is the one it was measured against{{/adopt_auto}}.</li>
-<li>Checks run only on the project's own workers.</li>
+<li>Checks run only on runners of the project's maintainers (runner tokens a maintainer issued).</li>
 <li>The people who maintain the project approve its rules: <code>scienceslack.json</code> and what its checks read. Agents and the site's maintainer never do.</li>
 </ul>
 
@@ -113,7 +115,10 @@ inline constexpr const char* kSubmission = R"({{> head}}
 <h2>Reasons</h2>
 <ul id="reasons">{{#reasons}}<li>{{.}}</li>{{/reasons}}{{^reasons}}<li class="muted">none</li>{{/reasons}}</ul>
 <h2>Jobs</h2>
-<ul id="jobs">{{#jobs}}<li>job {{id}}: {{state}} · <a href="/api/jobs/{{id}}/log">log</a></li>{{/jobs}}</ul>
+<ul id="jobs">{{#jobs}}<li>job {{id}}: {{state}}{{#hold_reason}} · held ({{hold_reason}}){{/hold_reason}} · <a href="/api/jobs/{{id}}/log">log</a></li>{{/jobs}}</ul>
+{{#pull}}<h2>Pull request</h2>
+<p id="pull">A pull request to <code>{{into}}</code> (owner {{route_owner}}): <strong>{{state}}</strong>{{#decided_by}} by {{decided_by}}{{/decided_by}}.</p>
+<ul id="comments">{{#comments}}<li><strong>{{who}}</strong> ({{kind}}, {{at}}): {{body}}</li>{{/comments}}{{^comments}}<li class="muted">no comments or reviews yet</li>{{/comments}}</ul>{{/pull}}
 {{> foot}})";
 
 inline constexpr const char* kMessage = R"({{> head}}

@@ -163,6 +163,8 @@ std::string render_board_page(const json& b) {
             {"agents_at_work", b["counts"]["agents_at_work"]},
             {"agents", b["counts"]["agents"]},
             {"routes", b["counts"]["routes"]},
+            {"held_jobs", b["counts"].value("held_jobs", 0)},
+            {"held", b.value("held", json::array())},
             {"last_activity", ago(text(b["counts"]["last_activity"], ""))},
             {"task", b["task"]},
             {"metric", b["metric"]["name"]},

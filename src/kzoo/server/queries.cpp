@@ -87,7 +87,8 @@ Result<std::shared_ptr<const KernelIndex>> Api::kernels() {
   return std::shared_ptr<const KernelIndex>(built);
 }
 
-void Api::get_kernels(const httplib::Request&, httplib::Response& res) {
+void Api::get_kernels(const httplib::Request& req, httplib::Response& res) {
+  if (!require(req, res, access::Action::read)) return;
   auto idx = kernels();
   if (!idx) return send_error(res, 500, "repository", idx.error().message);
   res.status = 200;
@@ -95,6 +96,7 @@ void Api::get_kernels(const httplib::Request&, httplib::Response& res) {
 }
 
 void Api::get_kernel(const httplib::Request& req, httplib::Response& res) {
+  if (!require(req, res, access::Action::read)) return;
   const std::string id = req.matches[1];
   auto idx = kernels();
   if (!idx) return send_error(res, 500, "repository", idx.error().message);
@@ -121,6 +123,7 @@ void Api::get_kernel(const httplib::Request& req, httplib::Response& res) {
 }
 
 void Api::get_submission(const httplib::Request& req, httplib::Response& res) {
+  if (!require(req, res, access::Action::read)) return;
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   auto id = parse_id(req.matches[1]);
@@ -136,6 +139,9 @@ void Api::get_submission(const httplib::Request& req, httplib::Response& res) {
   for (const auto& j : *jobs)
     js.push_back({{"id", j.id},
                   {"state", store::to_string(j.state)},
+                  {"held", j.held && j.state == store::State::queued},
+                  {"hold_reason", j.held && j.state == store::State::queued ? nlohmann::json(j.hold_reason) : nlohmann::json()},
+                  {"released_by", j.released_by.empty() ? nlohmann::json() : nlohmann::json(j.released_by)},
                   {"attempts", j.attempts},
                   {"max_attempts", j.max_attempts},
                   {"created_at", iso8601(j.created_at)},
@@ -153,6 +159,10 @@ void Api::get_submission(const httplib::Request& req, httplib::Response& res) {
              {"state", store::to_string(s->state)},
              {"final", store::is_final(s->state)},
              {"verdict", s->verdict},
+             // The device class that produced the figures (null before a verdict); its
+             // provenance (GPU, driver, CUDA, torch, judge, task hash) is verdict.provenance.
+             {"device_class", s->verdict.is_object() && s->verdict.contains("device_class") ? s->verdict["device_class"]
+                                                                                            : nlohmann::json()},
              {"cases", verdict_cases(s->verdict)},
              {"reasons", s->reasons},
              {"accepted_commit", s->accepted_commit.empty() ? nlohmann::json() : nlohmann::json(s->accepted_commit)},
@@ -163,6 +173,7 @@ void Api::get_submission(const httplib::Request& req, httplib::Response& res) {
 }
 
 void Api::get_job_log(const httplib::Request& req, httplib::Response& res) {
+  if (!require(req, res, access::Action::read)) return;
   auto id = parse_id(req.matches[1]);
   {
     auto lease = db.get();
@@ -188,7 +199,8 @@ void Api::get_job_log(const httplib::Request& req, httplib::Response& res) {
   res.set_content(it->second, "text/plain; charset=utf-8");
 }
 
-void Api::get_metrics(const httplib::Request&, httplib::Response& res) {
+void Api::get_metrics(const httplib::Request& req, httplib::Response& res) {
+  if (!require(req, res, access::Action::read)) return;
   Metrics::Gauges g;
   auto lease = db.get();
   if (lease) {

@@ -70,7 +70,7 @@ TEST(ServeProcess, KilledMidUploadLeavesNoSubmissionAndNoStaleFile) {
   std::string body = multipart({{"kernel_id", kKernelId}, {"submitter_id", "a"}, {"package_filename", "p.tar.gz"}},
                                std::string(40000, 'x'));
   RawConn conn(c.port);
-  ASSERT_TRUE(conn.send(post_head(body.size()) + body.substr(0, body.size() / 2)));
+  ASSERT_TRUE(conn.send(post_head(body.size(), bearer_header(make_token(data, "a"))) + body.substr(0, body.size() / 2)));
   // Wait until the server is writing the file part, then kill it.
   auto uploads = fs::path(data) / "uploads";
   for (int i = 0; i < 200 && !has_incoming(uploads); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));

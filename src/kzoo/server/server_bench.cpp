@@ -20,7 +20,7 @@ using namespace kzoo::server::testing;
 struct Shared {
   TempDir tmp;
   std::unique_ptr<RunningService> svc;
-  std::string tgz;
+  std::string tgz, token;
   Shared() {
     write_catalog(tmp.path() / "catalog");
     ServerConfig cfg = default_config([](const std::string&) { return std::nullopt; });
@@ -29,6 +29,7 @@ struct Shared {
     cfg.listen_port = 0;
     svc = std::make_unique<RunningService>(cfg);
     tgz = *kzoo::package::package_tarball_bytes(tree_of(package_files()), kKernelId);
+    token = make_token(cfg.data_dir, "bench");
   }
 };
 
@@ -58,7 +59,7 @@ void BM_Upload(benchmark::State& state) {
   std::map<std::string, std::string> f = {{"kernel_id", kKernelId}, {"submitter_id", "bench"},
                                           {"package_filename", "p.tar.gz"}, {"optimization_summary", "x"}};
   timed_loop(state, [&] {
-    auto a = upload_submission(s.svc->url(), f, s.tgz, "p.tar.gz");
+    auto a = upload_submission(s.svc->url(), f, s.tgz, "p.tar.gz", {}, 120, s.token);
     return a && a->status == 202;
   });
 }

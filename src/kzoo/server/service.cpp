@@ -14,6 +14,7 @@
 #include "kzoo/server/upload_file.hpp"
 #include "kzoo/store/sqlite_state_db.hpp"
 #include "kzoo/util/embedded.hpp"
+#include "kzoo/util/iso_time.hpp"
 
 namespace kzoo {
 std::span<const EmbeddedFile> embedded_server_files();  // generated (CMakeLists.txt)
@@ -26,6 +27,8 @@ namespace fs = std::filesystem;
 
 // Request bodies other than uploads: the API takes none.
 constexpr std::size_t kSmallBodyCap = 1024;
+// What a runner posts: evidence files (base64) and result documents.
+constexpr std::size_t kRunnerBodyCap = 32u << 20;
 // Multipart framing and the text fields beside the package file.
 constexpr std::size_t kMultipartOverhead = 64 * 1024;
 
@@ -53,6 +56,8 @@ std::string route_label(const std::string& method, const std::string& path) {
 
 std::size_t body_cap(const ServerConfig& cfg, const std::string& method, const std::string& path) {
   if (method == "POST" && path == "/api/submissions") return cfg.max_upload_bytes + kMultipartOverhead;
+  // A runner's evidence (benchmark output, stderr log, base64) and results.
+  if (method == "POST" && path.starts_with("/api/runner/")) return kRunnerBodyCap;
   return kSmallBodyCap;
 }
 
@@ -113,10 +118,32 @@ const std::vector<Route>& routes() {
       {"GET", "/healthz", "/healthz"},
       {"GET", "/metrics", "/metrics"},
       {"GET", "/api/openapi.json", "/api/openapi.json"},
+      {"GET", "/api/whoami", "/api/whoami"},
+      {"GET", "/api/jobs/held", "/api/jobs/held"},
+      {"POST", "/api/jobs/{id}/release", "/api/jobs/([0-9]{1,18})/release"},
+      {"GET", "/api/audit", "/api/audit"},
+      {"GET", "/api/pulls", "/api/pulls"},
+      {"GET", "/api/pulls/{id}", "/api/pulls/([0-9]{1,18})"},
+      {"POST", "/api/pulls/{id}/merge", "/api/pulls/([0-9]{1,18})/merge"},
+      {"POST", "/api/pulls/{id}/close", "/api/pulls/([0-9]{1,18})/close"},
+      {"POST", "/api/pulls/{id}/comments", "/api/pulls/([0-9]{1,18})/comments"},
+      {"POST", "/api/routes/{name}/merge", "/api/routes/([a-z0-9][a-z0-9._-]{0,62})/merge"},
+      {"POST", "/api/runner/claim", "/api/runner/claim"},
+      {"POST", "/api/runner/jobs/{id}/heartbeat", "/api/runner/jobs/([0-9]{1,18})/heartbeat"},
+      {"GET", "/api/runner/jobs/{id}/package", "/api/runner/jobs/([0-9]{1,18})/package"},
+      {"GET", "/api/runner/jobs/{id}/trusted", "/api/runner/jobs/([0-9]{1,18})/trusted"},
+      {"GET", "/api/runner/jobs/{id}/recovery", "/api/runner/jobs/([0-9]{1,18})/recovery"},
+      {"GET", "/api/runner/jobs/{id}/board", "/api/runner/jobs/([0-9]{1,18})/board"},
+      {"POST", "/api/runner/jobs/{id}/evidence", "/api/runner/jobs/([0-9]{1,18})/evidence"},
+      {"POST", "/api/runner/jobs/{id}/accept", "/api/runner/jobs/([0-9]{1,18})/accept"},
+      {"POST", "/api/runner/jobs/{id}/complete", "/api/runner/jobs/([0-9]{1,18})/complete"},
+      {"POST", "/api/runner/jobs/{id}/retry", "/api/runner/jobs/([0-9]{1,18})/retry"},
       {"GET", "/api/board", "/api/board"},
       {"GET", "/api/boards/{version}", "/api/boards/([0-9]{1,7})"},
       {"GET", "/api/routes", "/api/routes"},
       {"POST", "/api/board/baselines", "/api/board/baselines"},
+      {"POST", "/api/board/status", "/api/board/status"},
+      {"POST", "/api/board/checks", "/api/board/checks"},
       {"GET", "/", "/"},
       {"GET", "/boards/{version}", "/boards/([0-9]{1,7})"},
       {"GET", "/kernels/{kernel_id}", "/kernels/([A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+){0,15})"},
@@ -156,14 +183,7 @@ int http_status(const store::StateError& e) {
   return 500;
 }
 
-std::string iso8601(store::UnixMs ms) {
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms % 1000));
-}
+std::string iso8601(store::UnixMs ms) { return iso8601_utc(ms, true); }
 
 store::StateResult<DbPool::Lease> DbPool::get() {
   {
@@ -180,6 +200,7 @@ store::StateResult<DbPool::Lease> DbPool::get() {
 }
 
 void DbPool::put(std::unique_ptr<store::StateDb> db) {
+  db->set_actor({});  // the next request's handler sets its own
   std::lock_guard lock(mu_);
   free_.push_back(std::move(db));
 }
@@ -299,6 +320,31 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
     api->get_metrics(req, res);
     res.body += door->render_metrics();  // the listener's own counters
   });
+  get("/api/whoami", &Api::get_whoami);
+  get("/api/jobs/held", &Api::get_held_jobs);
+  get("/api/audit", &Api::get_audit);
+  get("/api/pulls", &Api::get_pulls);
+  get("/api/pulls/{id}", &Api::get_pull);
+  get("/api/runner/jobs/{id}/package", &Api::runner_package);
+  get("/api/runner/jobs/{id}/trusted", &Api::runner_trusted);
+  get("/api/runner/jobs/{id}/recovery", &Api::runner_recovery);
+  get("/api/runner/jobs/{id}/board", &Api::runner_board);
+  auto post = [&](const std::string& path, void (Api::*fn)(const httplib::Request&, httplib::Response&)) {
+    for (const auto& r : routes())
+      if (r.method == "POST" && r.path == path)
+        http.Post(r.pattern, [api, fn](const httplib::Request& req, httplib::Response& res) { (api->*fn)(req, res); });
+  };
+  post("/api/jobs/{id}/release", &Api::post_release);
+  post("/api/pulls/{id}/merge", &Api::post_pull_merge);
+  post("/api/pulls/{id}/close", &Api::post_pull_close);
+  post("/api/pulls/{id}/comments", &Api::post_pull_comment);
+  post("/api/routes/{name}/merge", &Api::post_route_merge);
+  post("/api/runner/claim", &Api::runner_claim);
+  post("/api/runner/jobs/{id}/heartbeat", &Api::runner_heartbeat);
+  post("/api/runner/jobs/{id}/evidence", &Api::runner_evidence);
+  post("/api/runner/jobs/{id}/accept", &Api::runner_accept);
+  post("/api/runner/jobs/{id}/complete", &Api::runner_complete);
+  post("/api/runner/jobs/{id}/retry", &Api::runner_retry);
   get("/api/board", &Api::get_board);
   get("/api/boards/{version}", &Api::get_board_version);
   get("/api/routes", &Api::get_routes);
@@ -306,8 +352,9 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   get("/boards/{version}", &Api::page_board_version);
   get("/kernels/{kernel_id}", &Api::page_kernel);
   get("/submissions/{id}", &Api::page_submission);
-  http.Post("/api/board/baselines",
-            [api](const httplib::Request& req, httplib::Response& res) { api->post_baselines(req, res); });
+  post("/api/board/baselines", &Api::post_baselines);
+  post("/api/board/status", &Api::post_board_status);
+  post("/api/board/checks", &Api::post_board_checks);
   http.Get("/healthz", [api](const httplib::Request&, httplib::Response& res) {
     auto head = api->repo.head();
     auto db = api->db.get();

@@ -30,6 +30,7 @@ class ServiceTest : public ::testing::Test {
     cfg.max_upload_bytes = 64 * 1024;  // small, so the cap is cheap to cross
     cfg.threads = 4;
     svc_ = std::make_unique<RunningService>(cfg);
+    token_ = make_token(tmp_ / "data");
   }
 
   Answer upload(const std::map<std::string, std::string>& files, const std::string& kernel_id = kKernelId,
@@ -41,7 +42,7 @@ class ServiceTest : public ::testing::Test {
                                             {"package_filename", "softmax.tar.gz"},
                                             {"optimization_summary", "fused max and sum"}};
     for (auto& [k, v] : fields) f[k] = v;
-    auto a = upload_submission(svc_->url(), f, *tgz, "softmax.tar.gz");
+    auto a = upload_submission(svc_->url(), f, *tgz, "softmax.tar.gz", {}, 120, token_);
     EXPECT_TRUE(a) << a.error().message;
     return *a;
   }
@@ -63,6 +64,7 @@ class ServiceTest : public ::testing::Test {
 
   TempDir tmp_;
   std::unique_ptr<RunningService> svc_;
+  std::string token_;
 };
 
 TEST_F(ServiceTest, AValidUploadIsQueuedWithOneJobAndStoredUnderItsDigest) {
@@ -94,7 +96,7 @@ TEST_F(ServiceTest, AValidUploadIsQueuedWithOneJobAndStoredUnderItsDigest) {
 }
 
 TEST_F(ServiceTest, AContentLengthOverTheCapIs413BeforeAnyBodyIsSent) {
-  auto r = raw(post_head(100u << 20));
+  auto r = raw(post_head(100u << 20, bearer_header(token_)));
   EXPECT_EQ(RawConn::status_of(r), 413) << r;
   EXPECT_NE(r.find("\"too_large\""), std::string::npos);
 }
@@ -103,7 +105,7 @@ TEST_F(ServiceTest, AFilePartOverTheCapIs413AndLeavesNoFile) {
   // Within the request cap (file cap + multipart allowance), over the file cap.
   std::string body = multipart({{"kernel_id", kKernelId}, {"submitter_id", "a"}, {"package_filename", "p.tar.gz"}},
                                std::string(100 * 1024, 'x'));
-  auto r = raw(post_head(body.size()) + body);
+  auto r = raw(post_head(body.size(), bearer_header(token_)) + body);
   EXPECT_EQ(RawConn::status_of(r), 413) << r;
   EXPECT_NE(r.find("\"field\":\"package\""), std::string::npos) << r;
   EXPECT_TRUE(upload_dir().empty());
@@ -123,29 +125,33 @@ TEST_F(ServiceTest, AChunkedBodyIsRefusedBeforeTheServerReadsIt) {
 
 TEST_F(ServiceTest, AnEncodedBodyIsRefused) {
   std::string body = multipart({}, "x");
-  auto r = raw(post_head(body.size(), "Content-Encoding: gzip\r\n") + body);
+  auto r = raw(post_head(body.size(), "Content-Encoding: gzip\r\n" + bearer_header(token_)) + body);
   EXPECT_EQ(RawConn::status_of(r), 415) << r;
   EXPECT_NE(r.find("encoding_refused"), std::string::npos);
 }
 
 TEST_F(ServiceTest, MalformedMultipartIs400) {
   std::string body = "this is not multipart at all, no boundary anywhere";
-  auto r = raw(post_head(body.size()) + body);
+  auto r = raw(post_head(body.size(), bearer_header(token_)) + body);
   EXPECT_EQ(RawConn::status_of(r), 400) << r;
   EXPECT_TRUE(upload_dir().empty());
 }
 
 TEST_F(ServiceTest, AMissingFieldIs400NamingIt) {
-  std::string body = multipart({{"kernel_id", kKernelId}, {"package_filename", "p.tar.gz"}}, "x");
-  auto r = raw(post_head(body.size()) + body);
+  std::string body = multipart({{"submitter_id", "alice"}, {"package_filename", "p.tar.gz"}}, "x");
+  auto r = raw(post_head(body.size(), bearer_header(token_)) + body);
   EXPECT_EQ(RawConn::status_of(r), 400) << r;
-  EXPECT_NE(r.find("\"field\":\"submitter_id\""), std::string::npos) << r;
+  EXPECT_NE(r.find("\"field\":\"kernel_id\""), std::string::npos) << r;
 }
 
-TEST_F(ServiceTest, ASubmitterIdWithSpacesIs400) {
+// The submitter is the token's owner (docs/SECURITY.md); the envelope's field
+// may only repeat it.
+TEST_F(ServiceTest, ASubmitterIdOtherThanTheTokensOwnerIs403) {
   auto a = upload(package_files(), kKernelId, {{"submitter_id", "alice smith"}});
-  EXPECT_EQ(a.status, 400) << a.text;
+  EXPECT_EQ(a.status, 403) << a.text;
+  EXPECT_EQ(a.body["error"]["code"], "submitter_mismatch");
   EXPECT_EQ(a.body["error"]["field"], "submitter_id");
+  EXPECT_TRUE(upload_dir().empty());
 }
 
 TEST_F(ServiceTest, APackageFilenameThatIsNotTarGzIs400) {

@@ -1,5 +1,6 @@
 // POST /api/submissions and start-up recovery (service.hpp describes the rules).
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -22,7 +23,8 @@ namespace fs = std::filesystem;
 // The text fields of the envelope (schemas/submission_envelope.schema.json);
 // each is capped well above its schema maxLength, in bytes, while streaming.
 constexpr std::size_t kFieldCap = 16 * 1024;
-const char* const kFields[] = {"kernel_id", "submitter_id", "package_filename", "optimization_summary", "route"};
+const char* const kFields[] = {"kernel_id",  "submitter_id", "package_filename", "optimization_summary",
+                               "route",      "pull_request"};
 
 bool is_field(const std::string& name) {
   for (const char* f : kFields)
@@ -51,6 +53,14 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
     metrics.count_submission("refused");
     send_error(res, r.status, r.code, r.message, r.field, r.extra);
   };
+  // Who, and whether they may, before a byte of the body is read.
+  auto caller = require(req, res, access::Action::submit);
+  if (!caller || !within_limits(*caller, std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10), res)) {
+    metrics.count_submission("refused");
+    res.set_header("Connection", "close");
+    return;
+  }
+  const std::string owner = caller->who->user;
   if (!req.is_multipart_form_data()) {
     res.set_header("Connection", "close");
     return refuse({415, "not_multipart",
@@ -87,7 +97,8 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
         if (!is_field(current)) {
           refusal = Refusal{400, "unknown_field",
                             fmt::format("unknown form field \"{}\": the fields are kernel_id, submitter_id, "
-                                        "package_filename, optimization_summary, route, and one file part",
+                                        "package_filename, optimization_summary, route, pull_request, and one file "
+                                        "part",
                                         package::detail::printable(current)),
                             package::detail::printable(current)};
           return false;
@@ -136,6 +147,15 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
                                            "parts with Content-Disposition: form-data, the closing boundary)"}));
   }
 
+  // submitter_id is the token's owner; the envelope may still name it (the
+  // seed's field), and then it must name the owner.
+  if (fields.count("submitter_id") && fields["submitter_id"] != owner)
+    return refuse({403, "submitter_mismatch",
+                   fmt::format("submitter_id \"{}\" is not the owner of this token ({}): leave the field out or give "
+                               "\"{}\"",
+                               package::detail::printable(fields["submitter_id"]), access::describe(*caller->who), owner),
+                   "submitter_id"});
+  fields["submitter_id"] = owner;
   // The envelope, against its schema; every violation listed.
   nlohmann::json envelope = nlohmann::json::object();
   for (auto& [k, v] : fields) envelope[k] = v;
@@ -183,7 +203,14 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
   auto db_lease = db.get();
   if (!db_lease) return refuse({http_status(db_lease.error()), "database", db_lease.error().message});
   auto& dbx = *db_lease;
-  store::NewSubmission ns{kernel_id, fields["submitter_id"], fields["optimization_summary"], "", *sha};
+  dbx->set_actor(caller->actor());
+  store::NewSubmission ns{kernel_id, owner, fields["optimization_summary"], "", *sha, caller->who->token_id,
+                          static_cast<std::int64_t>(file->size())};
+  bool held = caller->decision.held;  // an outsider's job waits for a maintainer (JobHeldAdmin)
+  const bool pull_request = fields.count("pull_request") && fields["pull_request"] == "true";
+  if (pull_request && (!fields.count("route") || fields["route"].empty()))
+    return refuse({400, "invalid_field", "pull_request needs a route: a pull request is aimed at someone else's route",
+                   "pull_request"});
   if (fields.count("route") && !fields["route"].empty()) {
     if (!board::valid_route_name(fields["route"]))
       return refuse({400, "invalid_field",
@@ -192,6 +219,33 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
                                  package::detail::printable(fields["route"])),
                      "route"});
     ns.route = fields["route"];
+    // A route is its owner's (and the maintainers'): anyone with a token may
+    // start one; pushing to someone else's is refused.
+    auto routes = dbx->list_routes();
+    if (!routes) return refuse({http_status(routes.error()), "database", routes.error().message});
+    access::Context ctx;
+    for (const auto& r : *routes)
+      if (r.name == ns.route) ctx.route_owner = r.owner;
+    if (pull_request) {
+      if (!ctx.route_owner)
+        return refuse({422, "unknown_route",
+                       fmt::format("route \"{}\" does not exist yet: leave out pull_request to start it", ns.route),
+                       "route"});
+      if (access::authorize(caller->who, access::Action::push_route, ctx).allowed())
+        return refuse({400, "invalid_field",
+                       fmt::format("route \"{}\" is yours to push to ({}): leave out pull_request", ns.route,
+                                   access::describe(*caller->who)),
+                       "pull_request"});
+      auto d = access::authorize(caller->who, access::Action::open_pull_request, ctx);
+      if (!d.allowed()) return refuse({d.status, d.code, d.reason, "route"});
+    } else {
+      auto d = access::authorize(caller->who, ctx.route_owner ? access::Action::push_route : access::Action::start_route, ctx);
+      if (!d.allowed()) {
+        if (d.status == 403 && ctx.route_owner) d.reason += " (kzoo submit --pull-request; form field pull_request=true)";
+        return refuse({d.status, d.code, d.reason, "route"});
+      }
+      held = held || d.held;
+    }
   }
   if (!pv.empty()) {
     // Recorded, so the submitter has an id to refer to; the bytes are not kept.
@@ -217,10 +271,16 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
   std::string name = *sha + "-" + file->temp_path().substr(file->temp_path().size() - 6) + ".tar.gz";
   ns.package_path = paths.uploads() + "/" + name;
   if (!ns.route.empty()) {
-    // The first submitter to name a route starts it and owns it (roles, later,
-    // decide who else may push to it).
+    // The first submitter to name a route starts it and owns it. Another
+    // may have started it since the check above: then this is a push to it.
     auto r = dbx->ensure_route(ns.route, ns.submitter_id);
     if (!r) return refuse({http_status(r.error()), "database", r.error().message});
+    if (r->owner != ns.submitter_id && !pull_request) {
+      access::Context ctx;
+      ctx.route_owner = r->owner;
+      if (auto d = access::authorize(caller->who, access::Action::push_route, ctx); !d.allowed())
+        return refuse({d.status, d.code, d.reason, "route"});
+    }
   }
   auto s = dbx->create_submission(ns);
   if (!s) return refuse({http_status(s.error()), "database", s.error().message});
@@ -228,13 +288,20 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
     (void)dbx->reject(s->id, {"the server could not store the upload: " + c.error().message}, nullptr);
     return refuse({500, "storage", c.error().message});
   }
-  auto job = dbx->enqueue(s->id, cfg.max_attempts);
+  // A pull request waits for the route's owner (then, from outside the
+  // project, for a maintainer too); an outsider's own job for a maintainer.
+  auto job = pull_request ? dbx->open_pull(s->id, cfg.max_attempts) : dbx->enqueue(s->id, cfg.max_attempts, held);
   if (!job) return refuse({http_status(job.error()), "database", job.error().message});
-  metrics.count_submission("queued");
+  metrics.count_submission(job->held ? "held" : "queued");
   res.set_header("Location", fmt::format("/api/submissions/{}", s->id));
-  send_json(res, 202,
-            {{"id", s->id}, {"state", "queued"}, {"job_id", job->id}, {"sha256", *sha},
-             {"links", links_for(s->id, job->id)}});
+  nlohmann::json body = {{"id", s->id}, {"state", "queued"}, {"job_id", job->id}, {"sha256", *sha},
+                         {"submitter_id", owner}, {"held", job->held}, {"links", links_for(s->id, job->id)}};
+  if (job->held) body["hold_reason"] = job->hold_reason;
+  if (pull_request) {
+    body["pull_request"] = true;
+    body["links"]["pull"] = fmt::format("/api/pulls/{}", s->id);
+  }
+  send_json(res, 202, body);
 }
 
 Result<int> Api::recover() {

@@ -18,8 +18,10 @@
 #include <string>
 #include <thread>
 
+#include "kzoo/access/token.hpp"
 #include "kzoo/package/package_tree.hpp"
 #include "kzoo/server/service.hpp"
+#include "kzoo/store/sqlite_state_db.hpp"
 #include "kzoo/store/test_support.hpp"
 
 namespace kzoo::server::testing {
@@ -167,6 +169,31 @@ class RawConn {
  private:
   int fd_ = -1;
 };
+
+// A token for `user` (added with `role` when absent) in the data directory
+// `data_dir`, with limits high enough that tests never meet them unless
+// they mean to.
+inline std::string make_token(const std::string& data_dir, const std::string& user = "alice",
+                              store::Role role = store::Role::member,
+                              store::TokenKind kind = store::TokenKind::person, const std::string& label = "") {
+  auto db = store::open_sqlite_state_db(data_dir + "/state.db");
+  if (!db) throw std::runtime_error(db.error().message);
+  if (!(*db)->get_user(user)) (void)(*db)->add_user(user, role);
+  auto t = access::new_token();
+  if (!t) throw std::runtime_error(t.error().message);
+  store::Token row;
+  row.id = t->id;
+  row.hash = t->hash;
+  row.user = user;
+  row.kind = kind;
+  row.label = label;
+  row.limits = {1'000'000, 1'000'000, 1ll << 50};
+  auto r = (*db)->add_token(row);
+  if (!r) throw std::runtime_error(r.error().message);
+  return t->text;
+}
+
+inline std::string bearer_header(const std::string& token) { return "Authorization: Bearer " + token + "\r\n"; }
 
 // A multipart/form-data body with boundary "XB".
 inline std::string multipart(const std::map<std::string, std::string>& fields, const std::string& file,

@@ -62,6 +62,22 @@ Result<std::string> prettify(const std::string& message) {
   return out;
 }
 
+// A commit's message, cleaned up, and its author's and committer's signatures.
+struct CommitText {
+  std::string message;
+  git::Signature author, committer;
+};
+
+Result<CommitText> commit_text(const std::string& message, const Person& author, const Person& committer) {
+  auto msg = prettify(message);
+  if (!msg) return tl::unexpected(msg.error());
+  auto author_sig = signature(author, "author");
+  if (!author_sig) return tl::unexpected(author_sig.error());
+  auto committer_sig = signature(committer, "committer");
+  if (!committer_sig) return tl::unexpected(committer_sig.error());
+  return CommitText{std::move(*msg), std::move(*author_sig), std::move(*committer_sig)};
+}
+
 // The ids of each tree from the root down to `path` (inclusive): trees[0] is
 // the root tree, trees[i] the directory named by the first i segments.
 Result<std::vector<git::Tree>> tree_chain(git_repository* repo, const git_tree* root,
@@ -245,12 +261,8 @@ Result<AcceptResult> KernelRepo::accept(const std::string& kernel_id, const pack
     return fail(fmt::format("submission for {} has no file under src/ (rule store.accept-empty-src): accepting it "
                             "would delete the kernel's source",
                             kernel_id));
-  auto msg = prettify(message);
-  if (!msg) return tl::unexpected(msg.error());
-  auto author_sig = signature(author, "author");
-  if (!author_sig) return tl::unexpected(author_sig.error());
-  auto committer_sig = signature(options_.committer, "committer");
-  if (!committer_sig) return tl::unexpected(committer_sig.error());
+  auto text = commit_text(message, author, options_.committer);
+  if (!text) return tl::unexpected(text.error());
 
   std::optional<git_oid> measured_src;
   if (!measured_at.empty()) {
@@ -291,8 +303,8 @@ Result<AcceptResult> KernelRepo::accept(const std::string& kernel_id, const pack
     git::Commit parent(praw);
     const git_commit* parents[] = {parent.get()};
     git_oid commit;
-    if (int rc = git_commit_create(&commit, repo->get(), nullptr, author_sig->get(), committer_sig->get(), nullptr,
-                                   msg->c_str(), tree.get(), 1, parents);
+    if (int rc = git_commit_create(&commit, repo->get(), nullptr, text->author.get(), text->committer.get(), nullptr,
+                                   text->message.c_str(), tree.get(), 1, parents);
         rc < 0)
       return git::fail_git("writing the accept commit", rc);
     util::failpoint("repo.accept.before-ref");  // objects written, main not moved yet
@@ -314,12 +326,8 @@ Result<std::string> KernelRepo::commit_files(const std::string& branch, const st
   auto ref_name = branch_ref(branch);
   if (!ref_name) return tl::unexpected(ref_name.error());
   if (files.empty()) return fail("commit_files: no files given");
-  auto msg = prettify(message);
-  if (!msg) return tl::unexpected(msg.error());
-  auto author_sig = signature(author, "author");
-  if (!author_sig) return tl::unexpected(author_sig.error());
-  auto committer_sig = signature(options_.committer, "committer");
-  if (!committer_sig) return tl::unexpected(committer_sig.error());
+  auto text = commit_text(message, author, options_.committer);
+  if (!text) return tl::unexpected(text.error());
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
     auto repo = git::open_repo(dir_);
     if (!repo) return tl::unexpected(repo.error());
@@ -354,8 +362,8 @@ Result<std::string> KernelRepo::commit_files(const std::string& branch, const st
     git::Tree tree(traw);
     const git_commit* parents[] = {head->get()};
     git_oid commit;
-    if (int rc = git_commit_create(&commit, repo->get(), nullptr, author_sig->get(), committer_sig->get(), nullptr,
-                                   msg->c_str(), tree.get(), 1, parents);
+    if (int rc = git_commit_create(&commit, repo->get(), nullptr, text->author.get(), text->committer.get(), nullptr,
+                                   text->message.c_str(), tree.get(), 1, parents);
         rc < 0)
       return git::fail_git("writing a commit", rc);
     git_reference* ref = nullptr;

@@ -68,6 +68,86 @@ CREATE TABLE routes (
 CREATE INDEX submissions_by_route ON submissions(route, id);
 CREATE INDEX submissions_by_kind ON submissions(kind, kernel_id, id);
 )SQL"},
+    {4, "users, tokens, the audit trail, held jobs, per-token usage", R"SQL(
+CREATE TABLE users (
+  name       TEXT    PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 64),
+  role       TEXT    NOT NULL CHECK (role IN ('maintainer','member','outsider')),
+  created_at INTEGER NOT NULL
+);
+-- Only a hash of each token's secret is kept (access/token.hpp).
+CREATE TABLE tokens (
+  id           TEXT    PRIMARY KEY CHECK (length(id) = 16),
+  user_name    TEXT    NOT NULL REFERENCES users(name) ON DELETE RESTRICT,
+  kind         TEXT    NOT NULL CHECK (kind IN ('person','agent','runner')),
+  label        TEXT    NOT NULL DEFAULT '' CHECK ((kind = 'person') = (label = '')),
+  hash         BLOB    NOT NULL CHECK (length(hash) = 32),
+  created_at   INTEGER NOT NULL,
+  created_by   TEXT    NOT NULL,
+  expires_at   INTEGER,
+  revoked_at   INTEGER,
+  last_used_at INTEGER,
+  limit_submissions_per_hour INTEGER CHECK (limit_submissions_per_hour >= 0),
+  limit_concurrent_jobs      INTEGER CHECK (limit_concurrent_jobs >= 0),
+  limit_upload_bytes_per_day INTEGER CHECK (limit_upload_bytes_per_day >= 0)
+);
+CREATE INDEX tokens_by_user ON tokens(user_name);
+-- Append-only: rows are written in the transaction of the change they record
+-- and can be neither changed nor removed.
+CREATE TABLE audit (
+  id       INTEGER PRIMARY KEY AUTOINCREMENT,
+  at       INTEGER NOT NULL,
+  who      TEXT    NOT NULL,
+  token_id TEXT    NOT NULL DEFAULT '',
+  action   TEXT    NOT NULL,
+  target   TEXT    NOT NULL DEFAULT '',
+  detail   TEXT    NOT NULL DEFAULT '{}'
+);
+CREATE INDEX audit_by_who ON audit(who, id);
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;
+ALTER TABLE submissions ADD COLUMN token_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE submissions ADD COLUMN package_bytes INTEGER NOT NULL DEFAULT 0 CHECK (package_bytes >= 0);
+CREATE INDEX submissions_by_token ON submissions(token_id, created_at);
+ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0 CHECK (held IN (0, 1));
+ALTER TABLE jobs ADD COLUMN released_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN released_at INTEGER;
+CREATE INDEX jobs_held ON jobs(id) WHERE state = 'queued' AND held = 1;
+)SQL"},
+    {5, "pull requests (held with the reason PullRequest until a route's owner merges them), comments and reviews; "
+        "boards' status as maintainers set it", R"SQL(
+ALTER TABLE jobs ADD COLUMN hold_reason TEXT NOT NULL DEFAULT ''
+  CHECK (hold_reason IN ('', 'JobHeldAdmin', 'PullRequest'));
+UPDATE jobs SET hold_reason = 'JobHeldAdmin' WHERE held = 1;
+CREATE TABLE pulls (
+  submission_id INTEGER PRIMARY KEY REFERENCES submissions(id),
+  route         TEXT    NOT NULL CHECK (length(route) <= 64),  -- '': aimed at main
+  author        TEXT    NOT NULL,
+  state         TEXT    NOT NULL DEFAULT 'open' CHECK (state IN ('open','merged','closed')),
+  created_at    INTEGER NOT NULL,
+  decided_by    TEXT    NOT NULL DEFAULT '',
+  decided_at    INTEGER
+);
+CREATE INDEX pulls_by_route ON pulls(route, state, submission_id);
+CREATE TABLE comments (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  submission_id INTEGER NOT NULL REFERENCES pulls(submission_id),
+  who           TEXT    NOT NULL,
+  token_id      TEXT    NOT NULL DEFAULT '',
+  kind          TEXT    NOT NULL CHECK (kind IN ('comment','approve','request_changes')),
+  body          TEXT    NOT NULL CHECK (length(body) BETWEEN 1 AND 10000),
+  at            INTEGER NOT NULL
+);
+CREATE INDEX comments_by_pull ON comments(submission_id, id);
+-- A board's status as its maintainers set it (scienceslack.json's is the default).
+CREATE TABLE board_status (
+  version    INTEGER PRIMARY KEY CHECK (version >= 1),
+  status     TEXT    NOT NULL CHECK (status IN ('active','saturated','superseded','flawed')),
+  set_by     TEXT    NOT NULL,
+  set_at     INTEGER NOT NULL
+);
+)SQL"},
 };
 
 int current_version(SQLite::Database& db) {

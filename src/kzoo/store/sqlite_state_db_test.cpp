@@ -341,6 +341,33 @@ TEST_F(StateDbTest, AJobThatKeepsLosingItsLeaseFailsAfterMaxAttempts) {
   EXPECT_FALSE(*db->claim_job("w3", 10));
 }
 
+TEST_F(StateDbTest, AnInfrastructureFailureIsRetriedUntilAttemptsRunOutThenFails) {
+  Job j = queued(2);
+  ASSERT_TRUE(db->claim_job("w1", 30));
+  EXPECT_REFUSED(db->retry(j.id, "w2", {"judge crashed"}, nullptr), not_holder);
+  auto back = db->retry(j.id, "w1", {"judge crashed"}, {{"attempt", 1}});
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->state, State::queued);
+  EXPECT_EQ(back->lease_owner, "");
+  EXPECT_EQ(back->result["attempt"], 1);
+  EXPECT_EQ(submission_state(j.submission_id), State::queued);
+  EXPECT_REFUSED(db->complete(j.id, "w1", accepted()), wrong_state);  // handed back: no longer w1's
+
+  auto again = db->claim_job("w2", 30);
+  ASSERT_TRUE(again && *again);
+  EXPECT_EQ((*again)->attempts, 2);
+  auto last = db->retry(j.id, "w2", {"judge crashed again"}, nullptr);
+  ASSERT_TRUE(last) << last.error().message;
+  EXPECT_EQ(last->state, State::failed);
+  EXPECT_TRUE(last->finished_at);
+  auto sub = db->get_submission(j.submission_id);
+  EXPECT_EQ(sub->state, State::failed);
+  ASSERT_EQ(sub->reasons.size(), 2u);
+  EXPECT_EQ(sub->reasons[0], "judge crashed again");
+  EXPECT_EQ(sub->reasons[1], "gave up after 2 attempts (max_attempts=2)");
+  EXPECT_REFUSED(db->retry(j.id, "w2", {"x"}, nullptr), wrong_state);
+}
+
 TEST_F(StateDbTest, ResultsWithInvalidUtf8AreStoredWithReplacement) {
   Job j = queued();
   ASSERT_TRUE(db->claim_job("w1", 60));

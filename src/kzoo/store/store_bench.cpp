@@ -15,7 +15,7 @@ constexpr int kQueued = 10000;
 
 void fill(StateDb& db, int n) {
   for (int i = 0; i < n; ++i) {
-    auto s = db.create_submission({"cuda/softmax", "bench", "", "/uploads/x.tar.gz", std::string(64, 'b')});
+    auto s = db.create_submission({"cuda/softmax", "bench", "", "/uploads/x.tar.gz", std::string(64, 'b'), "", 0});
     if (!s || !db.enqueue(s->id)) throw std::runtime_error("fill failed");
   }
 }

@@ -158,6 +158,7 @@ class Linter {
     work();
     tolerance();
     quantised();
+    libraries();
     return std::move(out_);
   }
 
@@ -420,6 +421,39 @@ class Linter {
               fmt(D / o_.drop_ratio) + "): a kernel that ignores the task's distinguishing feature would pass; lower "
               "it, or make the drop variant differ more");
     }
+  }
+
+  // ---- the library gate's opt-ins (docs/JUDGE.md, "The library gate")
+  void libraries() {
+    // The judge's families (judge/kzoo_judge/gates.py FAMILIES; the schema's enum lists the same).
+    static const std::set<std::string> known = {"cublas",     "cudnn",      "cutlass", "attention",
+                                                "torch-softmax", "torch-norm", "torch-loss", "nccl",
+                                                "cufft",      "cusparse",   "cub"};
+    const json* g = t_.doc.contains("grading") ? &t_.doc["grading"] : nullptr;
+    if (!g || !g->is_object() || !g->contains("allowed_libraries")) return;
+    const json& a = (*g)["allowed_libraries"];
+    const std::string ptr = "/grading/allowed_libraries";
+    if (!a.is_array()) {
+      add(ptr, "allowed-libraries", "allowed_libraries must be a list of library family ids, e.g. [\"cublas\"]");
+      return;
+    }
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string at = ptr + "/" + std::to_string(i);
+      if (!a[i].is_string() || !known.count(a[i].get<std::string>())) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        add(at, "allowed-libraries", "unknown library family " + a[i].dump() + "; use one of: " + list);
+        continue;
+      }
+      if (!seen.insert(a[i].get<std::string>()).second)
+        add(at, "allowed-libraries", "library family \"" + a[i].get<std::string>() + "\" is listed twice; remove one");
+    }
+    if (!a.empty() && !(t_.doc.contains("difficulty") && t_.doc["difficulty"].is_object() &&
+                        t_.doc["difficulty"].contains("rationale")))
+      add(ptr, "allowed-libraries-rationale",
+          "a task that lets submissions call a library its reference does not must say why in difficulty.rationale "
+          "(what is left to write when the library does the heavy lifting)");
   }
 
   // ---- quantised inputs

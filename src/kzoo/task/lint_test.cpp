@@ -104,7 +104,7 @@ TEST(TaskLint, EveryCatalogTaskIsClean) {
     EXPECT_TRUE(fs::exists(dir.path() / "drop.py")) << dir.path();
     ++seen;
   }
-  EXPECT_GE(seen, 3);
+  EXPECT_GE(seen, 12);  // docs/CATALOG.md
 }
 
 TEST(TaskLint, SchemaViolationsComeThroughAsTheyAre) {
@@ -125,6 +125,29 @@ TEST(TaskLint, MissingOrUnparsableFilesAreNamed) {
   Violations bad = lint_task_file(path, LintOptions{h200()});
   ASSERT_EQ(bad.size(), 1u);
   EXPECT_EQ(bad[0].rule.rfind("json.", 0), 0u) << to_string(bad[0]);
+}
+
+// ---- the library gate's opt-ins
+
+TEST(TaskLint, AllowedLibrariesNeedARationale) {
+  auto vs = expect_only("task.allowed-libraries-rationale",
+                        [](json& d) { d["grading"]["allowed_libraries"] = json::array({"cublas"}); });
+  EXPECT_EQ(vs[0].pointer, "/grading/allowed_libraries");
+  json doc = valid_task();
+  doc["grading"]["allowed_libraries"] = json::array({"cublas", "cutlass"});
+  doc["difficulty"] = {{"tier", "T3"}, {"rationale", "the block scaling is the kernel; the GEMM may be cuBLAS's"}};
+  Violations ok = lint_json(doc);
+  EXPECT_TRUE(ok.empty()) << to_json(ok).dump(2);
+}
+
+TEST(TaskLint, AllowedLibrariesAreKnownFamiliesListedOnce) {
+  for (const json& bad : {json::array({"mkl"}), json::array({"cublas", "cublas"}), json("cublas")}) {
+    json doc = valid_task();
+    doc["difficulty"] = {{"tier", "T3"}, {"rationale", "r"}};
+    doc["grading"]["allowed_libraries"] = bad;
+    Violations vs = lint_json(doc);
+    EXPECT_FALSE(vs.empty()) << bad.dump();
+  }
 }
 
 // ---- canonical_work

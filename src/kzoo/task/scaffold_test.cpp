@@ -102,8 +102,9 @@ TEST(ScaffoldRender, BenchmarkMetasAreOneLiteralCasePerGradedShape) {
     EXPECT_EQ(m["params"]["workload"], "synthetic");
     EXPECT_EQ(m["primary_metric"], "TFLOP/s");
     EXPECT_EQ(m["metrics"], json::parse(R"([{"name": "TFLOP/s", "unit": "TFLOP/s", "direction": "higher"}])"));
-    EXPECT_EQ(m["tolerance"]["correctness_atol"], 0);
-    EXPECT_DOUBLE_EQ(m["tolerance"]["correctness_rtol"].get<double>(), t.tolerance.value);
+    // the board's guardrail, which the judge enforces on every element (docs/JUDGE.md)
+    EXPECT_DOUBLE_EQ(m["tolerance"]["correctness_atol"].get<double>(), 1e-2);
+    EXPECT_DOUBLE_EQ(m["tolerance"]["correctness_rtol"].get<double>(), 1e-2);
   }
   EXPECT_EQ((*metas)[1]["params"]["shape"], json({{"M", 4096}, {"N", 16384}, {"K", 8192}}));
   EXPECT_THAT(py, HasSubstr("from kzoo_judge.entry import run_package_benchmark\n"

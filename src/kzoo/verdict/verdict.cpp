@@ -34,6 +34,8 @@ const char* to_string(Outcome o) { return o == Outcome::accepted ? "accepted" : 
 Verdict decide(const json& doc, bool has_incumbent, const Policy& policy) {
   Verdict v;
   v.had_incumbent = has_incumbent;
+  if (doc.is_object() && doc.contains("device_class") && doc["device_class"].is_string()) v.device_class = doc["device_class"];
+  if (doc.is_object() && doc.contains("provenance") && doc["provenance"].is_object()) v.provenance = doc["provenance"];
   const json overall = doc.is_object() && doc.contains("overall") ? doc["overall"] : json();
   const json cases = doc.is_object() && doc.contains("cases") && doc["cases"].is_array() ? doc["cases"] : json::array();
 
@@ -160,6 +162,8 @@ json Verdict::to_json() const {
               {"reasons", reasons},
               {"notes", notes},
               {"had_incumbent", had_incumbent},
+              {"device_class", device_class.empty() ? json() : json(device_class)},
+              {"provenance", provenance},
               {"geomean_speedup", opt(geomean_speedup)},
               {"required_speedup", opt(required_speedup)},
               {"sign_test_p", opt(sign_test_p)},

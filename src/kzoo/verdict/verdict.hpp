@@ -75,6 +75,10 @@ struct Verdict {
   std::optional<double> sign_test_p;       // P(Binomial(pairs, 1/2) >= wins)
   int pairs = 0, faster_pairs = 0;         // pooled over cases
   bool had_incumbent = false;
+  // What produced the figures, copied from the document: the device class (a result
+  // counts for a kernel only on its arch) and the judge's provenance record.
+  std::string device_class;
+  nlohmann::json provenance;
 
   nlohmann::json to_json() const;
 };

@@ -1,10 +1,11 @@
 #include "kzoo/worker/bench_result.hpp"
 
+#include <chrono>
 #include <cmath>
-#include <ctime>
 
 #include "kzoo/format/json_schema.hpp"
 #include "kzoo/format/yaml_json.hpp"
+#include "kzoo/util/iso_time.hpp"
 
 namespace kzoo::worker {
 namespace {
@@ -40,9 +41,26 @@ Directions directions_from_metas(const json& metas) {
   return d;
 }
 
+std::string document_device_class(const json& document) {
+  if (!document.is_object() || !document.contains("device_class") || !document["device_class"].is_string()) return "";
+  return document["device_class"].get<std::string>();
+}
+
+std::string foreign_device_reason(const json& document, const std::string& kernel_id) {
+  const std::string arch = kernel_id.substr(0, kernel_id.find('/'));
+  const std::string produced = document_device_class(document);
+  if (!produced.empty() && produced == arch) return "";
+  return (produced.empty() ? std::string("the result does not say which device class produced it")
+                           : "the result was produced on device class " + produced) +
+         ", not on " + kernel_id + "'s device class " + arch +
+         ": kept in the job's evidence, labelled, and not entered into bench_result.yaml";
+}
+
 Result<std::string> next_bench_result(const std::string& current_yaml, const std::string& kernel_id,
                                       const json& document, const Directions& directions,
                                       const std::string& evidence_commit, const std::string& now_iso) {
+  const bool foreign = !foreign_device_reason(document, kernel_id).empty();
+  if (foreign && current_yaml.find_first_not_of(" \t\r\n") != std::string::npos) return current_yaml;
   json br;
   if (current_yaml.find_first_not_of(" \t\r\n") == std::string::npos) {
     br = json{{"schema_version", "1"}, {"kernel_id", kernel_id}, {"cases", json::array()}};
@@ -58,6 +76,7 @@ Result<std::string> next_bench_result(const std::string& current_yaml, const std
   if (!document.is_object() || !document.contains("cases") || !document["cases"].is_array())
     return fail("the benchmark document has no cases to record");
   for (const auto& c : document["cases"]) {
+    if (foreign) break;  // an empty file becomes an empty, valid one; nothing of another device enters
     if (!c.is_object() || !c.contains("test_case_id") || !c["test_case_id"].is_string()) continue;
     if (!c.contains("metrics") || !c["metrics"].is_object()) continue;
     const std::string id = c["test_case_id"];
@@ -98,12 +117,9 @@ Result<std::string> next_bench_result(const std::string& current_yaml, const std
 }
 
 std::string utc_now_iso() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return iso8601_utc(std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count());
 }
 
 }  // namespace kzoo::worker

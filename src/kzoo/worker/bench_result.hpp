@@ -18,6 +18,13 @@
 //   updated_at      = `now`.
 // Cases of the current file that the run did not measure stay as they are.
 // The result is validated against schemas/bench_result.schema.json.
+//
+// Only figures of the kernel's own device class enter it: a document whose
+// `device_class` is not the kernel's arch (the first segment of its ID; a
+// CPU run is class "cpu") leaves the file as it is. Why: a CPU worker timing
+// the `measure` shapes of an h200 kernel wrote "GB/s 1.01" under the graded
+// case IDs, shown as if it were the H200 figure. Such results are kept in the
+// job's evidence and the API, labelled with the class that produced them.
 #pragma once
 
 #include <map>
@@ -33,6 +40,13 @@ namespace kzoo::worker {
 using Directions = std::map<std::string, std::map<std::string, std::string>>;
 
 Directions directions_from_metas(const nlohmann::json& metas);
+
+// The device class that produced `document` ("" when it does not say).
+std::string document_device_class(const nlohmann::json& document);
+
+// Empty when `document` may enter `kernel_id`'s bench_result.yaml; otherwise
+// why not, in one sentence naming both device classes.
+std::string foreign_device_reason(const nlohmann::json& document, const std::string& kernel_id);
 
 Result<std::string> next_bench_result(const std::string& current_yaml, const std::string& kernel_id,
                                       const nlohmann::json& document, const Directions& directions,

@@ -13,8 +13,9 @@ using nlohmann::json;
 const char* kId = "cpu/norm/softmax/fp32/tiny";
 const std::string kEv(40, 'e');
 
-json doc(double gbps, double us) {
-  return json{{"cases", {{{"test_case_id", "a"}, {"status", "ok"}, {"correct", true},
+json doc(double gbps, double us, const std::string& device_class = "cpu") {
+  return json{{"device_class", device_class},
+              {"cases", {{{"test_case_id", "a"}, {"status", "ok"}, {"correct", true},
                           {"metrics", {{"GB/s", gbps}, {"time_us", us}}}}}}};
 }
 
@@ -94,6 +95,37 @@ TEST(BenchResult, AResultBreakingTheSchemaIsRefused) {
   auto y = next_bench_result("", kId, doc(1, 1), dirs(), "not-a-commit", "2026-01-01T00:00:00Z");
   ASSERT_FALSE(y);
   EXPECT_NE(y.error().message.find("schema"), std::string::npos);
+}
+
+TEST(BenchResult, OnlyResultsOfTheKernelsOwnDeviceClassEnterIt) {
+  // The demo's bug: a CPU worker's figures at the measure shapes filed under an h200 kernel's cases.
+  const std::string h200 = "h200/norm/softmax/bf16/softmax_eager";
+  auto first = next_bench_result("", h200, doc(4000, 500, "h200"), dirs(), kEv, "2026-01-01T00:00:00Z");
+  ASSERT_TRUE(first) << first.error().message;
+  for (const std::string& other : {std::string("cpu"), std::string("h100"), std::string()}) {
+    json d = doc(1.01, 99999, other);
+    if (other.empty()) d.erase("device_class");
+    EXPECT_FALSE(foreign_device_reason(d, h200).empty()) << other;
+    auto y = next_bench_result(*first, h200, d, dirs(), std::string(40, 'f'), "2026-02-01T00:00:00Z");
+    ASSERT_TRUE(y) << y.error().message;
+    EXPECT_EQ(*y, *first) << "a result of device class '" << other << "' changed an h200 kernel's bench_result";
+  }
+  // An empty file stays without figures, but valid.
+  auto empty = next_bench_result("", h200, doc(1.01, 99999, "cpu"), dirs(), kEv, "2026-01-01T00:00:00Z");
+  ASSERT_TRUE(empty) << empty.error().message;
+  EXPECT_EQ(parse(*empty)["cases"], json::array());
+  EXPECT_EQ(parse(*empty)["kernel_id"], h200);
+  // The kernel's own class enters it.
+  auto own = next_bench_result(*first, h200, doc(4100, 490, "h200"), dirs(), kEv, "2026-02-01T00:00:00Z");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(parse(*own)["cases"][0]["metrics_current"]["GB/s"], 4100);
+}
+
+TEST(BenchResult, TheForeignReasonNamesBothClasses) {
+  auto why = foreign_device_reason(doc(1, 1, "cpu"), "h200/norm/softmax/bf16/x");
+  EXPECT_NE(why.find("device class cpu"), std::string::npos) << why;
+  EXPECT_NE(why.find("device class h200"), std::string::npos) << why;
+  EXPECT_EQ(foreign_device_reason(doc(1, 1, "cpu"), "cpu/norm/softmax/fp32/tiny"), "");
 }
 
 }  // namespace

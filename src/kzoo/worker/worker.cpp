@@ -1,6 +1,7 @@
 #include "kzoo/worker/worker.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include "kzoo/store/sqlite_state_db.hpp"
 #include "kzoo/util/failpoint.hpp"
 #include "kzoo/worker/bench_result.hpp"
+#include "kzoo/worker/device_class.hpp"
 
 namespace kzoo::worker {
 namespace fs = std::filesystem;
@@ -37,6 +39,9 @@ constexpr int kMeasureRounds = 3;
 struct JobFailure {
   store::Outcome outcome;
   std::string reason;
+  // An infrastructure failure (the judge crashed or ended without a verdict): the job goes
+  // back to the queue while attempts remain, and fails only after the last.
+  bool retry = false;
 };
 
 std::string tail(const std::string& s, std::size_t n = 2000) { return s.size() > n ? s.substr(s.size() - n) : s; }
@@ -90,7 +95,7 @@ std::string person_name(std::string s) {
 }
 
 std::string commit_message(const store::Submission& sub, const store::Job& job, const verdict::Verdict& v,
-                           const std::string& evidence) {
+                           const std::string& evidence, const std::string& device_class) {
   std::string summary = sub.summary;
   for (char& c : summary)
     if (c == '\r') c = '\n';
@@ -109,6 +114,7 @@ std::string commit_message(const store::Submission& sub, const store::Job& job, 
     m += "\n";
   }
   m += fmt::format("\nKzoo-Job: {}\nKzoo-Submission: {}\nKzoo-Evidence: {}\n", job.id, sub.id, evidence);
+  if (!device_class.empty()) m += "Kzoo-Device-Class: " + device_class + "\n";
   return m;
 }
 
@@ -116,8 +122,8 @@ std::string commit_message(const store::Submission& sub, const store::Job& job, 
 // remembers when the store refuses (the lease is lost).
 class Heartbeat {
  public:
-  Heartbeat(const std::string& db_path, std::int64_t job, std::string worker, int lease, std::function<void(std::string)> log)
-      : thread_([=, this] { loop(db_path, job, worker, lease, log); }) {}
+  Heartbeat(JobTransport& t, std::int64_t job, std::string worker, int lease, std::function<void(std::string)> log)
+      : thread_([=, this, &t] { loop(t, job, worker, lease, log); }) {}
   ~Heartbeat() {
     {
       std::lock_guard<std::mutex> g(m_);
@@ -129,11 +135,11 @@ class Heartbeat {
   bool lost() const { return lost_.load(); }
 
  private:
-  void loop(const std::string& db_path, std::int64_t job, const std::string& worker, int lease,
+  void loop(JobTransport& t, std::int64_t job, const std::string& worker, int lease,
             const std::function<void(std::string)>& log) {
-    auto db = store::open_sqlite_state_db(db_path);
+    auto db = t.another();  // this thread's own handle
     if (!db) {
-      log("heartbeat: cannot open the state database: " + db.error().message);
+      log("heartbeat: cannot open " + t.describe() + ": " + db.error().message);
       return;
     }
     auto period = std::chrono::milliseconds(std::max(200, lease * 1000 / 3));
@@ -155,18 +161,6 @@ class Heartbeat {
   std::thread thread_;
 };
 
-// The device class this worker's results carry: "cpu" on the CPU, else the
-// class the judge is told it runs on (KZOO_DEVICE_CLASS, or the catalog's default).
-std::string worker_device_class(const WorkerOptions& o) {
-  if (o.device == "cpu") return "cpu";
-  if (const char* dc = std::getenv("KZOO_DEVICE_CLASS"); dc && *dc) return dc;
-  auto text = read_small(o.catalog_dir + "/device_classes.json", 1u << 20);
-  if (text)
-    if (auto doc = format::parse_json(*text, "device_classes.json"); doc && doc->is_object())
-      return doc->value("default", "h200");
-  return "h200";
-}
-
 // The board's guardrails a case must keep besides the task's own tolerance.
 std::vector<std::string> guardrail_breaks(const json& measured, const board::Rules& rules) {
   std::vector<std::string> out;
@@ -186,35 +180,57 @@ std::vector<std::string> guardrail_breaks(const json& measured, const board::Rul
 
 }  // namespace
 
-Result<std::string> find_job_commit(const store::KernelRepo& repo, const std::string& kernel_id, std::int64_t job_id,
-                                    std::size_t scan, const std::string& rev) {
-  auto h = repo.history(kernel_id, scan, rev);
-  if (!h) return tl::unexpected(h.error());
-  const std::string trailer = "\nKzoo-Job: " + std::to_string(job_id) + "\n";
-  for (const auto& c : *h) {
-    std::string msg = c.message;
-    if (msg.empty() || msg.back() != '\n') msg += '\n';
-    if (msg.find(trailer) != std::string::npos) return c.id;
-  }
-  return std::string();
-}
-
-Worker::Worker(WorkerOptions o, std::unique_ptr<store::StateDb> db, store::KernelRepo repo)
-    : o_(std::move(o)), db_(std::move(db)), repo_(std::move(repo)) {}
+Worker::Worker(WorkerOptions o, std::unique_ptr<JobTransport> t) : o_(std::move(o)), t_(std::move(t)) {}
 Worker::~Worker() = default;
 
-Result<std::unique_ptr<Worker>> Worker::open(WorkerOptions o) {
+// Reads the GPU's name (cuda) and picks o.device_class from the catalog's device_classes.json.
+Result<void> resolve_device_class(WorkerOptions& o) {
+  const std::string path = o.catalog_dir + "/device_classes.json";
+  json table = json::object();
+  if (auto text = read_small(path, 1u << 20); text) {
+    auto parsed = format::parse_json(*text, path);
+    if (!parsed) return fail(to_string(parsed.error()));
+    table = *parsed;
+  } else if (o.device == "cuda") {
+    return fail("cannot read " + path + ": a CUDA worker picks its device class there (" + text.error().message + ")");
+  }
+  std::optional<GpuInfo> gpu;
+  if (o.device == "cuda") {
+    auto g = probe_gpu();
+    if (g) gpu = *g;
+  }
+  auto dc = pick_device_class(o.device, o.device_class, gpu, table, path);
+  if (!dc) return tl::unexpected(dc.error());
+  o.device_class = *dc;
+  o.gpu_name = gpu ? gpu->name : "";
+  return ok();
+}
+
+namespace {
+// What any worker checks and settles before it reaches for its work: a
+// worker on an unknown GPU refuses to start whatever its transport.
+Result<void> prepare(WorkerOptions& o) {
   if (o.device != "cpu" && o.device != "cuda") return fail("unknown device '" + o.device + "': use cpu or cuda");
   if (o.lease_seconds < 3 || o.lease_seconds > 86400) return fail("--lease must be between 3 and 86400 seconds");
   if (o.worker_id.empty()) o.worker_id = host_name() + ":" + std::to_string(::getpid());
-  const std::string db_path = o.data_dir + "/state.db", repo_dir = o.data_dir + "/kernel_data.git";
-  if (!fs::is_directory(repo_dir) || !fs::is_regular_file(db_path))
-    return fail(o.data_dir + " is not a kzoo data directory (no kernel_data.git and state.db): run `kzoo init` or pass --data");
-  auto db = store::open_sqlite_state_db(db_path);
-  if (!db) return fail("cannot open " + db_path + ": " + db.error().message);
-  auto repo = store::KernelRepo::open(repo_dir);
-  if (!repo) return fail("cannot open " + repo_dir + ": " + repo.error().message);
-  return std::unique_ptr<Worker>(new Worker(std::move(o), std::move(*db), std::move(*repo)));
+  if (auto r = resolve_device_class(o); !r) return r;
+  // The runner tells the judge its device class from this process's
+  // KZOO_DEVICE_CLASS; a worker runs one device, so the class is set once.
+  if (::setenv("KZOO_DEVICE_CLASS", o.device_class.c_str(), 1) != 0) return fail("setenv KZOO_DEVICE_CLASS failed");
+  return ok();
+}
+}  // namespace
+
+Result<std::unique_ptr<Worker>> Worker::open(WorkerOptions o) {
+  if (auto r = prepare(o); !r) return tl::unexpected(r.error());
+  auto t = o.server_url.empty() ? open_direct(o.data_dir) : open_api(o.server_url, o.token);
+  if (!t) return tl::unexpected(t.error());
+  return std::unique_ptr<Worker>(new Worker(std::move(o), std::move(*t)));
+}
+
+Result<std::unique_ptr<Worker>> Worker::open(WorkerOptions o, std::unique_ptr<JobTransport> t) {
+  if (auto r = prepare(o); !r) return tl::unexpected(r.error());
+  return std::unique_ptr<Worker>(new Worker(std::move(o), std::move(t)));
 }
 
 void Worker::say(const std::string& line) const {
@@ -222,14 +238,13 @@ void Worker::say(const std::string& line) const {
 }
 
 Result<std::optional<JobReport>> Worker::run_once() {
-  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
-  if (auto r = db_->requeue_expired(now.count()); r) {
+  if (auto r = t_->requeue_expired(); r) {
     for (const auto& q : *r)
       say(fmt::format("job {}: lease of {} expired, now {}", q.job_id, q.lost_owner, store::to_string(q.now)));
   } else {
     say("requeue_expired failed: " + r.error().message);
   }
-  auto claimed = db_->claim_job(o_.worker_id, o_.lease_seconds);
+  auto claimed = t_->claim(o_.worker_id, o_.lease_seconds);
   if (!claimed) return fail("claiming a job failed: " + claimed.error().message);
   if (!*claimed) return std::optional<JobReport>();
   return std::optional<JobReport>(process(**claimed));
@@ -255,68 +270,58 @@ JobReport Worker::process(const store::Job& job) {
   rep.job_id = job.id;
   rep.submission_id = job.submission_id;
   say(fmt::format("job {}: claimed (submission {}, attempt {}/{})", job.id, job.submission_id, job.attempts, job.max_attempts));
-  Heartbeat hb(o_.data_dir + "/state.db", job.id, o_.worker_id, o_.lease_seconds, [this](std::string s) { say(s); });
+  Heartbeat hb(*t_, job.id, o_.worker_id, o_.lease_seconds, [this](std::string s) { say(s); });
 
   store::Completion done;
+  bool retry = false;  // an infrastructure failure: hand the job back (StateDb::retry) instead of completing it
   json result = json::object();
   std::string kernel_id;
   try {
-    auto sub = db_->get_submission(job.submission_id);
+    auto sub = t_->submission(job.submission_id);
     if (!sub) throw JobFailure{store::Outcome::failed, "cannot read submission: " + sub.error().message};
     kernel_id = sub->kernel_id;
 
     // A commit by an earlier holder of this job that died before completing.
-    const std::string accept_branch = sub->route.empty() ? "main" : "routes/" + sub->route;
-    auto earlier = repo_.head("refs/heads/" + accept_branch)
-                       ? find_job_commit(repo_, kernel_id, job.id, o_.history_scan, "refs/heads/" + accept_branch)
-                       : Result<std::string>(std::string());
-    if (!earlier) throw JobFailure{store::Outcome::failed, "cannot search the history of " + kernel_id + ": " + earlier.error().message};
-    if (!earlier->empty()) {
-      say(fmt::format("job {}: already committed as {} by an earlier holder; completing with it", job.id, *earlier));
-      auto ev = repo_.read_job_evidence(std::to_string(job.id));
-      json v = json::object();
-      if (ev && ev->count("verdict.json"))
-        if (auto p = format::parse_json(ev->at("verdict.json"), "verdict.json"); p) v = *p;
+    auto earlier = t_->recover(kernel_id, job.id, o_.history_scan);
+    if (!earlier) throw JobFailure{store::Outcome::failed, earlier.error().message};
+    if (!earlier->commit.empty()) {
+      say(fmt::format("job {}: already committed as {} by an earlier holder; completing with it", job.id, earlier->commit));
       done.outcome = store::Outcome::accepted;
-      done.accepted_commit = *earlier;
-      done.verdict = v;
+      done.accepted_commit = earlier->commit;
+      done.verdict = earlier->verdict;
       result["recovered"] = true;
-      result["accepted_commit"] = *earlier;
+      result["accepted_commit"] = earlier->commit;
       rep.reused_commit = true;
       throw done;  // straight to completion
     }
 
-    // The board's rules in force (read at the `checks` tag only): its guardrails
-    // become the judge's parameters, and the check records which rules it used.
-    std::optional<board::Rules> rules;
-    if (auto r = board::rules_in_force(repo_); !r) {
-      throw JobFailure{store::Outcome::failed, "the board's rules cannot be read: " + r.error().message};
-    } else if (*r) {
-      rules = **r;
-      (void)board::record_in_force(repo_, *rules);
-    }
+    // The board (board/): the rules in force (read at the `checks` tag only),
+    // whose guardrails become the judge's parameters; the branch an accept
+    // lands on; for a baseline, the source it measures.
+    auto ctx = t_->board(job.id);
+    if (!ctx) throw JobFailure{store::Outcome::failed, ctx.error().message};
+    const std::optional<board::Rules>& rules = ctx->rules;
     const bool is_baseline = sub->kind == "baseline";
-    const std::string target_branch = sub->route.empty() ? "main" : "routes/" + sub->route;
-    std::string baseline_commit;
-    if (is_baseline) {
-      auto bc = board::baseline_commit(repo_, kernel_id);
-      if (!bc) throw JobFailure{store::Outcome::failed, bc.error().message};
-      baseline_commit = *bc;
-    }
+    const std::string& target_branch = ctx->branch;
 
     // 1. The submission, read as the kernel it claims to be (a baseline: the
     // package's source at the commit that added it, from the repository).
+    std::string scratch = fs::temp_directory_path().string() + "/kzoo-pkg-" + std::to_string(job.id) + "-XXXXXX";
+    if (::mkdtemp(scratch.data()) == nullptr) throw JobFailure{store::Outcome::failed, std::string("mkdtemp: ") + std::strerror(errno)};
+    struct ScratchCleanup {
+      std::string p;
+      ~ScratchCleanup() { std::error_code ec; fs::remove_all(p, ec); }
+    } scratch_cleanup{scratch};
+    auto package_path = is_baseline ? Result<std::string>("kernel_data:" + kernel_id + "@" + ctx->baseline_commit)
+                                    : t_->package_file(job, *sub, scratch);
+    if (!package_path) throw JobFailure{store::Outcome::failed, "cannot fetch the uploaded package: " + package_path.error().message};
     auto tar = is_baseline ? Result<package::TarballRead>(package::TarballRead{})
-                           : package::read_package_tarball(sub->package_path, kernel_id);
-    if (is_baseline && tar) {
-      auto p = repo_.read_package(kernel_id, baseline_commit);
-      if (!p) throw JobFailure{store::Outcome::failed, p.error().message};
-      tar->tree = *p;
-    }
+                           : package::read_package_tarball(*package_path, kernel_id);
+    if (is_baseline && tar) tar->tree = ctx->baseline_tree;
     if (!tar) throw JobFailure{store::Outcome::failed, "cannot read the uploaded package: " + tar.error().message};
     Violations bad = tar->violations;
     if (bad.empty()) {
-      auto insp = package::inspect_tree(tar->tree, kernel_id, sub->package_path);
+      auto insp = package::inspect_tree(tar->tree, kernel_id, *package_path);
       bad = insp.violations;
     }
     if (!bad.empty()) {
@@ -330,13 +335,12 @@ JobReport Worker::process(const store::Job& job) {
     // the new incumbent instead of failing the job.
     for (int round = 1;; ++round) {
       // 2. The trusted harness and the incumbent, from one commit: the tip of
-      // the route the submission targets (main when it names none, or when
-      // the route does not exist yet: it starts there).
-      auto route_head = repo_.head("refs/heads/" + target_branch);
-      auto base = route_head ? route_head : repo_.head("refs/heads/main");
-      if (!base) throw JobFailure{store::Outcome::failed, base.error().message};
-      auto trusted = repo_.read_package(kernel_id, *base);
-      if (!trusted) throw JobFailure{store::Outcome::failed, "the repository has no package " + kernel_id + ": " + trusted.error().message};
+      // the branch the submission targets (main when it names no route, or
+      // when the route does not exist yet: it starts there).
+      auto at_head = t_->trusted(kernel_id, job.id);
+      if (!at_head) throw JobFailure{store::Outcome::failed, at_head.error().message};
+      const std::string* base = &at_head->base;
+      const package::PackageTree* trusted = &at_head->tree;
       package::PackageTree incumbent = subtree(*trusted, "src/");
       const bool has_incumbent = !incumbent.files.empty() && !is_baseline;
       auto* desc_file = trusted->find(".kernel_package/desc.yaml");
@@ -397,6 +401,10 @@ JobReport Worker::process(const store::Job& job) {
       say(fmt::format("job {}: grading {} ({}, {})", job.id, kernel_id, has_incumbent ? "A/B against the incumbent at " + base->substr(0, 12) : "no incumbent", o_.device));
       const auto started = std::chrono::steady_clock::now();
       auto graded = runner::grade_workdir(*w, kernel_id, g);
+      // A judge that does not name the class it ran on (its provenance waits
+      // for the GPU-gated judge) ran on this worker's: the class it was told.
+      if (graded.document.is_object() && !graded.document.contains("device_class"))
+        graded.document["device_class"] = o_.device_class;
       const double cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
       // 5. Evidence, whatever happened.
@@ -405,7 +413,8 @@ JobReport Worker::process(const store::Job& job) {
       json run{{"status", runner::to_string(graded.status)}, {"reason", graded.reason}, {"warnings", graded.warnings},
                {"violations", to_json(graded.violations)}, {"worker", o_.worker_id}, {"job", job.id},
                {"base_commit", *base}, {"had_incumbent", has_incumbent}, {"device", o_.device},
-               {"device_class", worker_device_class(o_)}, {"route", sub->route}, {"kind", sub->kind}};
+               {"device_class", o_.device_class}, {"gpu_name", o_.gpu_name.empty() ? json() : json(o_.gpu_name)},
+               {"route", sub->route}, {"kind", sub->kind}};
       // The check (board/): what it measured, under which rules, and whether it
       // passed; a failed check counts for nothing.
       json measured = board::measured_cases(graded.document, board::primaries_from_metas(trusted_insp.metas));
@@ -425,12 +434,12 @@ JobReport Worker::process(const store::Job& job) {
                  {"board_device_class", rules ? json(rules->device_class) : json()}, {"cost_s", cost_s},
                  {"passed", passed}, {"reasons", breaks}, {"notes", board_notes}, {"timed_runs", timed_runs},
                  {"measured", measured},
-                 {"measured_commit", is_baseline ? baseline_commit : std::string()}};
+                 {"measured_commit", is_baseline ? ctx->baseline_commit : std::string()}};
       json metrics_doc = json{{"score", nullptr}, {"cost", cost_s}, {"subtasks", json::array()}};
       if (rules) {
         std::optional<double> speedup;
-        if (auto b = board::baseline_for(repo_, *db_, *rules, kernel_id); b && !b->is_null())
-          speedup = board::kernel_figures((*b)["measured"], measured).speedup;
+        if (!ctx->baseline_measured.is_null())
+          speedup = board::kernel_figures(ctx->baseline_measured, measured).speedup;
         else if (is_baseline && passed)
           speedup = 1.0;
         double time_us = 0;
@@ -442,8 +451,7 @@ JobReport Worker::process(const store::Job& job) {
                                            {"metric", have_time ? json(time_us) : json()},
                                            {"correct", measured["correct"]}});
         if (passed) {
-          auto sp = board::route_speedups(repo_, *db_, *rules, is_baseline ? "refs/heads/main" : "refs/heads/" + target_branch);
-          std::map<std::string, double> m = sp ? *sp : std::map<std::string, double>{};
+          std::map<std::string, double> m = ctx->standing;
           if (is_baseline) m.erase(kernel_id);
           else if (speedup) m[kernel_id] = *speedup;
           metrics_doc["score"] = board::board_score(rules->kernels, m);
@@ -458,8 +466,8 @@ JobReport Worker::process(const store::Job& job) {
       files["check.json"] = check.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
       if (rules && rules->metrics_file != "check.json")
         files[rules->metrics_file] = metrics_doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-      auto evidence = repo_.record_job_evidence(std::to_string(job.id), files,
-                                                fmt::format("evidence of job {} (submission {})", job.id, sub->id));
+      auto evidence = t_->record_evidence(job.id, o_.worker_id, files,
+                                          fmt::format("evidence of job {} (submission {})", job.id, sub->id));
       if (!evidence) throw JobFailure{store::Outcome::failed, "cannot record evidence: " + evidence.error().message};
       rep.evidence_commit = *evidence;
       result["evidence_commit"] = *evidence;
@@ -470,7 +478,9 @@ JobReport Worker::process(const store::Job& job) {
 
       // 6. Decide.
       if (graded.status == runner::GradeStatus::error)
-        throw JobFailure{store::Outcome::failed, graded.reason + (graded.stderr_tail.empty() ? "" : "; stderr ends:\n" + tail(graded.stderr_tail))};
+        throw JobFailure{store::Outcome::failed,
+                         graded.reason + (graded.stderr_tail.empty() ? "" : "; stderr ends:\n" + tail(graded.stderr_tail)),
+                         true};
       if (!graded.document.is_object())
         throw JobFailure{store::Outcome::rejected, graded.reason};
       done.verdict = v.to_json();
@@ -478,18 +488,13 @@ JobReport Worker::process(const store::Job& job) {
         // A baseline measures; it commits nothing. Accepted = it is the board's
         // baseline now; the commit named is the one whose source it measured.
         done.outcome = passed ? store::Outcome::accepted : store::Outcome::rejected;
-        done.accepted_commit = passed ? baseline_commit : "";
+        done.accepted_commit = passed ? ctx->baseline_commit : "";
         if (!passed) {
           done.reasons = breaks;
           done.reasons.insert(done.reasons.end(), board_notes.begin(), board_notes.end());
           if (done.reasons.empty()) done.reasons = {graded.reason.empty() ? "the baseline's check did not pass" : graded.reason};
         }
-        result["baseline_commit"] = baseline_commit;
-        throw done;
-      }
-      if (v.outcome == verdict::Outcome::accepted && !breaks.empty()) {
-        done.outcome = store::Outcome::rejected;
-        done.reasons = breaks;
+        result["baseline_commit"] = ctx->baseline_commit;
         throw done;
       }
       if (v.outcome == verdict::Outcome::rejected) {
@@ -497,21 +502,31 @@ JobReport Worker::process(const store::Job& job) {
         done.reasons = v.reasons;
         throw done;
       }
+      if (v.outcome == verdict::Outcome::accepted && !breaks.empty()) {
+        done.outcome = store::Outcome::rejected;
+        done.reasons = breaks;
+        throw done;
+      }
       if (hb.lost()) throw JobFailure{store::Outcome::failed, "lease lost before commit"};
       // Refuse to commit unless we still hold the lease right now.
-      if (auto r = db_->heartbeat(job.id, o_.worker_id, o_.lease_seconds); !r)
+      if (auto r = t_->heartbeat(job.id, o_.worker_id, o_.lease_seconds); !r)
         throw JobFailure{store::Outcome::failed, "lease lost before commit: " + r.error().message};
-      auto directions = directions_from_metas(trusted_insp.metas);
       const json doc = graded.document;
-      const std::string ev = *evidence, now_iso = utc_now_iso();
-      store::BenchResultUpdate update = [&](const std::string& current) {
-        return next_bench_result(current, kernel_id, doc, directions, ev, now_iso);
-      };
+      // Only the kernel's own device class enters its bench_result.yaml (bench_result.hpp).
+      if (auto foreign = foreign_device_reason(doc, kernel_id); !foreign.empty()) {
+        say(fmt::format("job {}: {}", job.id, foreign));
+        result["bench_result"] = json{{"entered", false}, {"reason", foreign}};
+      } else {
+        result["bench_result"] = json{{"entered", true}};
+      }
+      const std::string ev = *evidence;
       // Only onto the source it was measured against (`base`): if another accept
       // changed it meanwhile, this speed-up says nothing about the new source.
-      auto acc = repo_.accept(kernel_id, subtree(tar->tree, "src/"), update, commit_message(*sub, job, v, ev),
-                              store::Person{person_name(sub->submitter_id), ""}, *base,
-                              store::AcceptTarget{target_branch, *base});
+      AcceptRequest ar{job.id, kernel_id, subtree(tar->tree, "src/"), doc,
+                       directions_from_metas(trusted_insp.metas), ev, utc_now_iso(),
+                       commit_message(*sub, job, v, ev, document_device_class(doc)),
+                       store::Person{person_name(sub->submitter_id), ""}, *base};
+      auto acc = t_->accept(ar, o_.worker_id);
       if (!acc) throw JobFailure{store::Outcome::failed, "cannot commit the accepted source: " + acc.error().message};
       if (acc->incumbent_moved) {
         if (round == kMeasureRounds)
@@ -525,13 +540,14 @@ JobReport Worker::process(const store::Job& job) {
         continue;
       }
       say(fmt::format("job {}: accepted as {} on {} ({})", job.id, acc->commit, target_branch, v.summary));
-      // Adoption (scienceslack.json `adopt`): with `auto` (and without rules:
-      // today's behaviour) a route's accept lands on main too, when main's
-      // source of this kernel is still the one it was measured against.
+      // Adoption (scienceslack.json `adopt`): with `auto` (and without rules)
+      // a route's accept lands on main too, when main's source of this kernel
+      // is still the one it was measured against.
       if (target_branch != "main" && (!rules || rules->adopt == "auto")) {
-        auto adopted = repo_.accept(kernel_id, subtree(tar->tree, "src/"), update,
-                                    commit_message(*sub, job, v, ev) + "Kzoo-Adopted-From: " + acc->commit + "\n",
-                                    store::Person{person_name(sub->submitter_id), ""}, *base);
+        AcceptRequest adopt = ar;
+        adopt.adopt = true;
+        adopt.message = ar.message + "Kzoo-Adopted-From: " + acc->commit + "\n";
+        auto adopted = t_->accept(adopt, o_.worker_id);
         if (!adopted) {
           say(fmt::format("job {}: not adopted onto main: {}", job.id, adopted.error().message));
           done.reasons.push_back("accepted on " + target_branch + "; not adopted onto main: " + adopted.error().message);
@@ -555,6 +571,7 @@ JobReport Worker::process(const store::Job& job) {
   } catch (JobFailure& f) {
     done.outcome = f.outcome;
     done.reasons = {f.reason};
+    retry = f.retry;
     if (done.verdict.is_null())
       done.verdict = json{{"outcome", store::to_string(store::to_state(f.outcome))}, {"summary", f.reason}, {"reasons", {f.reason}}};
   } catch (const std::exception& e) {
@@ -566,8 +583,20 @@ JobReport Worker::process(const store::Job& job) {
   rep.outcome = done.outcome;
   rep.reasons = done.reasons;
   rep.accepted_commit = done.accepted_commit;
+  if (retry) {
+    auto r = t_->retry(job.id, o_.worker_id, done.reasons, result);
+    if (!r) {
+      say(fmt::format("job {}: not handed back, the store refused ({}): {}", job.id, store::to_string(r.error().kind), r.error().message));
+      return rep;
+    }
+    rep.completed = r->state == store::State::failed;
+    rep.retried = r->state == store::State::queued;
+    say(fmt::format("job {}: infrastructure failure on attempt {}/{}, {} — {}", job.id, r->attempts, r->max_attempts,
+                    rep.retried ? "queued again" : "failed", tail(done.reasons.front(), 300)));
+    return rep;
+  }
   util::failpoint("worker.before-complete");  // an accept is committed, the job not yet completed
-  auto c = db_->complete(job.id, o_.worker_id, done);
+  auto c = t_->complete(job.id, o_.worker_id, done);
   if (!c) {
     // Never complete a job we no longer hold: the store refused; someone else has it.
     say(fmt::format("job {}: not completed, the store refused ({}): {}", job.id, store::to_string(c.error().kind), c.error().message));

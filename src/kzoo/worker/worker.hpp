@@ -51,16 +51,25 @@
 #include "kzoo/store/state_db.hpp"
 #include "kzoo/util/result.hpp"
 #include "kzoo/verdict/verdict.hpp"
+#include "kzoo/worker/transport.hpp"
 
 namespace kzoo::worker {
 
 struct WorkerOptions {
   std::string data_dir;     // DATA: kernel_data.git, state.db, uploads/ (server/data_dir.hpp)
+  // Api mode (transport.hpp) when set: jobs come from this server's runner
+  // API with `token` (a runner token), and data_dir is not used.
+  std::string server_url;
+  std::string token;
   std::string catalog_dir;  // holds tasks/<name>/task.json and device_classes.json
   std::string judge_dir;    // holds kzoo_judge/
   std::string python = "/usr/bin/python3";
   std::string worker_id;    // lease owner; default host:pid
   std::string device = "cpu";
+  // --device-class: the catalog's device class of this worker's results. Empty: read from the
+  // GPU (worker/device_class.hpp); Worker::open sets it, and refuses to start without one.
+  std::string device_class;
+  std::string gpu_name;  // as the driver reported it (cuda; set by Worker::open)
   int lease_seconds = 120;
   bool sandboxed = true;
   std::chrono::seconds timeout{1800};  // benchmark.py's wall-clock limit
@@ -81,11 +90,15 @@ struct JobReport {
   std::string evidence_commit;
   bool completed = false;  // false: the store refused (lease lost); nothing was completed by us
   bool reused_commit = false;  // completed with a commit an earlier holder made
+  bool retried = false;  // an infrastructure failure: handed back to the queue for another attempt
 };
 
 class Worker {
  public:
+  // Direct mode over options.data_dir, or api mode when options.server_url is set.
   static Result<std::unique_ptr<Worker>> open(WorkerOptions options);
+  // Over a transport the caller opened.
+  static Result<std::unique_ptr<Worker>> open(WorkerOptions options, std::unique_ptr<JobTransport> transport);
   ~Worker();
 
   // requeue_expired, then claim and run one job. nullopt: nothing queued.
@@ -98,18 +111,12 @@ class Worker {
   const WorkerOptions& options() const { return o_; }
 
  private:
-  Worker(WorkerOptions o, std::unique_ptr<store::StateDb> db, store::KernelRepo repo);
+  Worker(WorkerOptions o, std::unique_ptr<JobTransport> t);
   JobReport process(const store::Job& job);
   void say(const std::string& line) const;
 
   WorkerOptions o_;
-  std::unique_ptr<store::StateDb> db_;
-  store::KernelRepo repo_;
+  std::unique_ptr<JobTransport> t_;
 };
-
-// The commit on `main` (newest first among the package's last `scan` commits)
-// whose message carries the trailer `Kzoo-Job: <job_id>`; empty if none.
-Result<std::string> find_job_commit(const store::KernelRepo& repo, const std::string& kernel_id,
-                                    std::int64_t job_id, std::size_t scan = 200, const std::string& rev = "HEAD");
 
 }  // namespace kzoo::worker

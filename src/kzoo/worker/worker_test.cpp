@@ -7,16 +7,21 @@
 #include <filesystem>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kzoo/access/token.hpp"
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/format/yaml_json.hpp"
 #include "kzoo/package/tarball.hpp"
 #include "kzoo/runner/test_support.hpp"
+#include "kzoo/server/client.hpp"
 #include "kzoo/server/data_dir.hpp"
+#include "kzoo/server/test_support.hpp"
 #include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/util/test_prerequisite.hpp"
 
 namespace kzoo::worker {
 namespace {
@@ -94,7 +99,7 @@ package::PackageTree package_tree(const std::string& src, const std::string& ben
 class WorkerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (auto why = runner::testing::bwrap_unusable_reason(); !why.empty()) GTEST_SKIP() << why;
+    KZOO_REQUIRE_PREREQUISITE(runner::testing::bwrap_unusable_reason());
     write_file(root / "catalog/tasks/tiny-softmax/task.json", kTask);
     write_file(root / "catalog/device_classes.json",
                runner::testing::read_file(std::string(KZOO_SOURCE_DIR) + "/catalog/device_classes.json"));
@@ -361,6 +366,148 @@ TEST(WorkerOpen, RefusesADirectoryThatIsNotADataDirectory) {
   auto w = Worker::open(o);
   ASSERT_FALSE(w);
   EXPECT_NE(w.error().message.find("kzoo init"), std::string::npos);
+}
+
+// Api mode: the worker talks only to the server's runner API with a runner
+// token, and never opens the data directory. An outsider's submission waits
+// held, a maintainer releases it, then the runner grades it.
+class ApiModeTest : public WorkerTest {
+ protected:
+  void SetUp() override {
+    WorkerTest::SetUp();
+    if (IsSkipped()) return;
+    server::ServerConfig cfg = server::default_config([](const std::string&) { return std::nullopt; });
+    cfg.data_dir = paths.root;
+    cfg.listen_port = 0;
+    cfg.threads = 4;
+    svc = std::make_unique<server::testing::RunningService>(cfg);
+    ASSERT_TRUE(state->add_user("mia", store::Role::maintainer));
+    ASSERT_TRUE(state->add_user("ola", store::Role::outsider));
+    mia = token("mia", store::TokenKind::person, "");
+    ola = token("ola", store::TokenKind::person, "");
+    runner_token = token("mia", store::TokenKind::runner, "cpu-1");
+    o.data_dir = root / "no-such-data-dir";  // api mode must not need it
+    o.server_url = svc->url();
+  }
+  std::string token(const std::string& user, store::TokenKind kind, const std::string& label) {
+    auto t = access::new_token();
+    EXPECT_TRUE(t);
+    store::Token row;
+    row.id = t->id;
+    row.hash = t->hash;
+    row.user = user;
+    row.kind = kind;
+    row.label = label;
+    EXPECT_TRUE(state->add_token(row));
+    return t->text;
+  }
+  std::unique_ptr<server::testing::RunningService> svc;
+  std::string mia, ola, runner_token;
+};
+
+TEST_F(ApiModeTest, AnOutsidersSubmissionIsHeldThenReleasedByAMaintainerThenGraded) {
+  const std::string before = head();
+  auto tgz = package::package_tarball_bytes(package_tree(kFast), kKernel);
+  ASSERT_TRUE(tgz);
+  auto up = server::upload_submission(svc->url(),
+                                      {{"kernel_id", kKernel}, {"package_filename", "p.tar.gz"},
+                                       {"optimization_summary", "fused softmax"}},
+                                      *tgz, "p.tar.gz", {}, 60, ola);
+  ASSERT_TRUE(up);
+  ASSERT_EQ(up->status, 202) << up->text;
+  EXPECT_EQ(up->body["held"], true);
+  EXPECT_EQ(up->body["hold_reason"], "JobHeldAdmin");
+  const std::int64_t job = up->body["job_id"];
+
+  // A worker whose token is not a runner's cannot claim.
+  o.token = ola;
+  auto not_runner = Worker::open(o);
+  ASSERT_TRUE(not_runner);
+  auto refused = (*not_runner)->run_once();
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("403"), std::string::npos) << refused.error().message;
+  o.token.clear();
+  EXPECT_FALSE(Worker::open(o));  // and without any token, api mode does not start
+
+  // The runner finds nothing to claim while the job is held.
+  o.token = runner_token;
+  auto w = Worker::open(o);
+  ASSERT_TRUE(w) << w.error().message;
+  auto none = (*w)->run_once();
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_FALSE(*none);
+  auto sub = server::http_get(svc->url(), "/api/submissions/" + up->body["id"].dump());
+  EXPECT_EQ(sub->body["jobs"][0]["held"], true);
+
+  // A maintainer releases it; the runner grades it.
+  auto rel = server::http_post_json(svc->url(), "/api/jobs/" + std::to_string(job) + "/release", nullptr, mia);
+  ASSERT_TRUE(rel);
+  ASSERT_EQ(rel->status, 200) << rel->text;
+  auto r = (*w)->run_once();
+  ASSERT_TRUE(r && *r) << (r ? "nothing claimed" : r.error().message);
+  EXPECT_EQ((*r)->job_id, job);
+  EXPECT_TRUE((*r)->completed);
+  // Graded and accepted: the incumbent is forty float64 softmaxes, which no
+  // loaded CPU brings within the bar of one (WorkerTest.AFasterCorrect... too).
+  ASSERT_EQ((*r)->outcome, store::Outcome::accepted) << ((*r)->reasons.empty() ? "" : (*r)->reasons[0]);
+  auto j = state->get_job(job);
+  EXPECT_EQ(j->state, store::to_state((*r)->outcome));
+  EXPECT_EQ(j->released_by, "mia");
+  EXPECT_EQ(j->lease_owner.substr(16), "/test-worker");  // "<runner token id>/<worker id>"
+  auto s = state->get_submission(j->submission_id);
+  EXPECT_EQ(s->verdict["outcome"], store::to_string(store::to_state((*r)->outcome))) << s->verdict.dump();
+  auto ev = repo->read_job_evidence(std::to_string(job));  // uploaded through the API
+  ASSERT_TRUE(ev);
+  EXPECT_TRUE(ev->count("benchmark_output.json"));
+  EXPECT_EQ((*r)->evidence_commit, *repo->head("refs/jobs/" + std::to_string(job)));
+  EXPECT_NE(head(), before);
+  EXPECT_EQ((*r)->accepted_commit, head());
+  EXPECT_EQ(*repo->read_file(std::string(kKernel) + "/src/kernel.py"), kFast);
+  EXPECT_EQ((*repo->history(kKernel, 1))[0].author.name, "ola");
+}
+
+// A pull request through the whole path: a member's submission to someone
+// else's route waits held (PullRequest); the route's owner merges it; a runner
+// grades it through the API and, accepted, it lands on the route's branch.
+TEST_F(ApiModeTest, APullRequestMergedByTheRoutesOwnerIsGradedOnTheRoute) {
+  ASSERT_TRUE(state->add_user("ann", store::Role::member));
+  ASSERT_TRUE(state->add_user("bob", store::Role::member));
+  const std::string ann = token("ann", store::TokenKind::person, ""), bob = token("bob", store::TokenKind::person, "");
+  ASSERT_TRUE(state->ensure_route("ann-fast", "ann"));
+  auto tgz = package::package_tarball_bytes(package_tree(kFast), kKernel);
+  ASSERT_TRUE(tgz);
+  auto up = server::upload_submission(svc->url(),
+                                      {{"kernel_id", kKernel}, {"package_filename", "p.tar.gz"}, {"route", "ann-fast"},
+                                       {"pull_request", "true"}, {"optimization_summary", "fused softmax"}},
+                                      *tgz, "p.tar.gz", {}, 60, bob);
+  ASSERT_TRUE(up);
+  ASSERT_EQ(up->status, 202) << up->text;
+  EXPECT_EQ(up->body["hold_reason"], "PullRequest");
+  const std::int64_t id = up->body["id"], job = up->body["job_id"];
+
+  o.token = runner_token;
+  auto w = Worker::open(o);
+  ASSERT_TRUE(w) << w.error().message;
+  auto none = (*w)->run_once();
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_FALSE(*none) << "a pull request is not graded before its merge";
+
+  auto mine = server::http_post_json(svc->url(), fmt::format("/api/pulls/{}/merge", id), nullptr, bob);
+  EXPECT_EQ(mine->status, 403) << "its author cannot merge it: " << mine->text;
+  auto merged = server::http_post_json(svc->url(), fmt::format("/api/pulls/{}/merge", id), nullptr, ann);
+  ASSERT_EQ(merged->status, 200) << merged->text;
+  EXPECT_EQ(merged->body["job"]["held"], false);
+
+  auto r = (*w)->run_once();
+  ASSERT_TRUE(r && *r) << (r ? "nothing claimed" : r.error().message);
+  EXPECT_EQ((*r)->job_id, job);
+  ASSERT_EQ((*r)->outcome, store::Outcome::accepted) << ((*r)->reasons.empty() ? "" : (*r)->reasons[0]);
+  auto ev = repo->read_job_evidence(std::to_string(job));
+  ASSERT_TRUE(ev);
+  EXPECT_NE(ev->at("check.json").find("\"route\": \"ann-fast\""), std::string::npos) << ev->at("check.json");
+  EXPECT_EQ((*r)->accepted_commit, *repo->head("refs/heads/routes/ann-fast"));
+  EXPECT_EQ(*repo->read_file(std::string(kKernel) + "/src/kernel.py", "refs/heads/routes/ann-fast"), kFast);
+  EXPECT_EQ((*repo->history(kKernel, 1, "refs/heads/routes/ann-fast"))[0].author.name, "bob");
 }
 
 }  // namespace

@@ -14,21 +14,21 @@ KERNEL_ZOO_TEST_CASE_METAS = [
         "params": {"workload": "synthetic", "shape": {"M": 8192, "N": 8192, "K": 8192}},
         "primary_metric": "TFLOP/s",
         "metrics": [{"name": "TFLOP/s", "unit": "TFLOP/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.01, "correctness_rtol": 0.01},
     },
     {
         "test_case_id": "synthetic-1",
         "params": {"workload": "synthetic", "shape": {"M": 4096, "N": 16384, "K": 8192}},
         "primary_metric": "TFLOP/s",
         "metrics": [{"name": "TFLOP/s", "unit": "TFLOP/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.01, "correctness_rtol": 0.01},
     },
     {
         "test_case_id": "synthetic-2",
         "params": {"workload": "synthetic", "shape": {"M": 16384, "N": 8192, "K": 4096}},
         "primary_metric": "TFLOP/s",
         "metrics": [{"name": "TFLOP/s", "unit": "TFLOP/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.01, "correctness_rtol": 0.01},
     },
 ]
 

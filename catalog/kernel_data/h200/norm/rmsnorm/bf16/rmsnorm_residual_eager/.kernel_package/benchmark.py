@@ -14,21 +14,21 @@ KERNEL_ZOO_TEST_CASE_METAS = [
         "params": {"workload": "synthetic", "shape": {"T": 32768, "H": 8192}},
         "primary_metric": "GB/s",
         "metrics": [{"name": "GB/s", "unit": "GB/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.01, "correctness_rtol": 0.01},
     },
     {
         "test_case_id": "synthetic-1",
         "params": {"workload": "synthetic", "shape": {"T": 65536, "H": 4096}},
         "primary_metric": "GB/s",
         "metrics": [{"name": "GB/s", "unit": "GB/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.01, "correctness_rtol": 0.01},
     },
     {
         "test_case_id": "synthetic-2",
         "params": {"workload": "synthetic", "shape": {"T": 16384, "H": 16384}},
         "primary_metric": "GB/s",
         "metrics": [{"name": "GB/s", "unit": "GB/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.01, "correctness_rtol": 0.01},
     },
 ]
 

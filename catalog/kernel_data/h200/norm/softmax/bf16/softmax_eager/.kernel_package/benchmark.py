@@ -14,21 +14,21 @@ KERNEL_ZOO_TEST_CASE_METAS = [
         "params": {"workload": "synthetic", "shape": {"R": 65536, "C": 8192}},
         "primary_metric": "GB/s",
         "metrics": [{"name": "GB/s", "unit": "GB/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.01, "correctness_rtol": 0.01},
     },
     {
         "test_case_id": "synthetic-1",
         "params": {"workload": "synthetic", "shape": {"R": 16384, "C": 32768}},
         "primary_metric": "GB/s",
         "metrics": [{"name": "GB/s", "unit": "GB/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.01, "correctness_rtol": 0.01},
     },
     {
         "test_case_id": "synthetic-2",
         "params": {"workload": "synthetic", "shape": {"R": 262144, "C": 2048}},
         "primary_metric": "GB/s",
         "metrics": [{"name": "GB/s", "unit": "GB/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.01, "correctness_rtol": 0.01},
     },
 ]
 

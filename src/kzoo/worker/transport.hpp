@@ -1,0 +1,145 @@
+// How a worker reaches the service's state and repository: the seam between
+// `kzoo worker`'s grading loop (worker.hpp) and where jobs come from.
+//
+//   direct  (open_direct)  the data directory itself: the state database
+//           (store::StateDb) and kernel_data.git (store::KernelRepo). One
+//           machine, or hosts that share the directory. The server's runner
+//           API uses this same class on its side of the wire.
+//   api     (open_api)     the server's runner API over HTTP with a runner
+//           token (docs/SERVER.md "Runner API"): a compute node then needs no
+//           write access -- no access at all -- to the data directory.
+//
+// Both keep the store's contract: only the lease holder heartbeats, records,
+// accepts and completes; a lost lease answers not_holder or wrong_state.
+// In api mode the server names the holder "<token id>/<worker id>", so one
+// runner token cannot act on another's job.
+//
+// Threads: one object per thread; another() opens a second handle (the
+// heartbeat thread's).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kzoo/board/rules.hpp"
+#include "kzoo/package/package_tree.hpp"
+#include "kzoo/store/kernel_repo.hpp"
+#include "kzoo/store/state_db.hpp"
+#include "kzoo/util/result.hpp"
+#include "kzoo/worker/bench_result.hpp"
+
+namespace kzoo::worker {
+
+// The package at the tip of the job's branch: the trusted harness and the incumbent.
+struct TrustedPackage {
+  std::string base;  // the commit
+  package::PackageTree tree;
+};
+
+// A commit an earlier holder of the job made on main before dying, and the
+// verdict it recorded as evidence (null when none).
+struct Recovery {
+  std::string commit;  // empty: none
+  nlohmann::json verdict;
+};
+
+struct AcceptRequest {
+  std::int64_t job_id = 0;
+  std::string kernel_id;
+  // The submission's src/. Direct mode commits it; the server's runner API
+  // ignores what a runner would send and reads the stored upload itself.
+  package::PackageTree src;
+  nlohmann::json benchmark_output;  // for the server-owned bench_result.yaml
+  Directions directions;            // api mode: recomputed by the server from the trusted package
+  std::string evidence_commit;
+  std::string now_iso;
+  std::string message;
+  store::Person author;
+  std::string measured_at;  // the base the candidate was measured against
+  // false: onto the job's branch (main, or its route's). true: adoption, onto
+  // main, of what was just accepted on a route; only where the board's rules
+  // say `adopt: auto` (or there are none), else refused.
+  bool adopt = false;
+};
+
+// What the board (board/) asks of one job, settled by the side that holds the
+// repository: the rules in force, the branch an accept lands on, and for a
+// baseline job the source it measures. The figures a check reports its score
+// from are read before grading: a score computed while another job lands on
+// the same route can lag it by that one kernel (the board recomputes).
+struct BoardContext {
+  std::optional<board::Rules> rules;       // none: the project declares no board (no `checks` tag)
+  std::string branch = "main";             // main, or routes/<route> for a submission to a route
+  std::string baseline_commit;             // a baseline job: the commit whose source it measures
+  package::PackageTree baseline_tree;      // ... and that source
+  nlohmann::json baseline_measured;        // the kernel's baseline's measured cases; null: none yet
+  std::map<std::string, double> standing;  // speed-ups of the board's kernels on the branch scored
+};
+
+class JobTransport {
+ public:
+  virtual ~JobTransport() = default;
+  // "data directory DIR" or "server URL", for logs.
+  virtual std::string describe() const = 0;
+  // Takes back expired leases (direct mode; the server does it in api mode).
+  virtual store::StateResult<std::vector<store::Requeued>> requeue_expired() = 0;
+  virtual store::StateResult<std::optional<store::Job>> claim(const std::string& worker_id, int lease_seconds) = 0;
+  virtual store::StateResult<store::Job> heartbeat(std::int64_t job_id, const std::string& worker_id,
+                                                   int lease_seconds) = 0;
+  virtual store::StateResult<store::Job> complete(std::int64_t job_id, const std::string& worker_id,
+                                                  const store::Completion& c) = 0;
+  // Hands a running job back after an infrastructure failure (StateDb::retry).
+  virtual store::StateResult<store::Job> retry(std::int64_t job_id, const std::string& worker_id,
+                                               const std::vector<std::string>& reasons, const nlohmann::json& result) = 0;
+  virtual store::StateResult<store::Submission> submission(std::int64_t id) = 0;
+  // The job's uploaded tarball as a local file (api mode: downloaded into
+  // `scratch_dir`, which the caller removes).
+  virtual Result<std::string> package_file(const store::Job& job, const store::Submission& sub,
+                                           const std::string& scratch_dir) = 0;
+  // `kernel_id` at the tip of the job's branch (main until its route exists).
+  virtual Result<TrustedPackage> trusted(const std::string& kernel_id, std::int64_t job_id) = 0;
+  // A commit on the job's branch by an earlier holder of it.
+  virtual Result<Recovery> recover(const std::string& kernel_id, std::int64_t job_id, std::size_t scan) = 0;
+  // Commits `files` to refs/jobs/<job_id>; returns the commit.
+  virtual Result<std::string> record_evidence(std::int64_t job_id, const std::string& worker_id,
+                                              const std::map<std::string, std::string>& files,
+                                              const std::string& message) = 0;
+  virtual Result<store::AcceptResult> accept(const AcceptRequest& r, const std::string& worker_id) = 0;
+  virtual Result<BoardContext> board(std::int64_t job_id) = 0;
+  // A second handle, for another thread.
+  virtual Result<std::unique_ptr<JobTransport>> another() = 0;
+};
+
+// Over a data directory (DATA/state.db, DATA/kernel_data.git).
+Result<std::unique_ptr<JobTransport>> open_direct(const std::string& data_dir);
+// Over an open database and repository; `db` is borrowed and must outlive
+// the transport (the server's runner API, one per request).
+std::unique_ptr<JobTransport> direct_over(store::StateDb& db, store::KernelRepo repo);
+// Over the server's runner API at `server_url` with runner token `token`.
+Result<std::unique_ptr<JobTransport>> open_api(const std::string& server_url, const std::string& token);
+
+// The commit on `rev` (newest first among the package's last `scan` commits)
+// whose message carries the trailer `Kzoo-Job: <job_id>`; empty if none.
+Result<std::string> find_job_commit(const store::KernelRepo& repo, const std::string& kernel_id,
+                                    std::int64_t job_id, std::size_t scan = 200, const std::string& rev = "HEAD");
+// The JSON form of a BoardContext (the runner API's GET .../board), and back.
+nlohmann::json board_context_to_json(const BoardContext& c);
+Result<BoardContext> board_context_from_json(const nlohmann::json& j);
+
+// JSON forms shared by the runner API's two sides.
+nlohmann::json job_to_json(const store::Job& j);
+store::Job job_from_json(const nlohmann::json& j);
+nlohmann::json completion_to_json(const store::Completion& c);
+Result<store::Completion> completion_from_json(const nlohmann::json& j);
+nlohmann::json tree_to_json(const package::PackageTree& t);  // [{path, executable, base64}]
+Result<package::PackageTree> tree_from_json(const nlohmann::json& j);
+std::string base64_encode(const std::string& bytes);
+std::optional<std::string> base64_decode(const std::string& text);
+
+}  // namespace kzoo::worker
