@@ -56,7 +56,9 @@ TEST(Policy, EveryActionForEveryPrincipal) {
     for (int i = 0; i < 7; ++i) {
       auto d = authorize(who(i), r.action);
       EXPECT_EQ(code(d), r.expect[i]) << to_string(r.action) << " by principal " << i << ": " << d.reason;
-      if (!d.allowed()) EXPECT_FALSE(d.reason.empty());
+      if (!d.allowed()) {
+        EXPECT_FALSE(d.reason.empty());
+      }
     }
 }
 

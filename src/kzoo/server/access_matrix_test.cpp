@@ -52,19 +52,7 @@ class AccessMatrixTest : public ::testing::Test {
 
   std::string issue(const std::string& user, store::TokenKind kind, const std::string& label,
                     std::optional<store::UnixMs> expires = std::nullopt, store::TokenLimits limits = {}) {
-    auto t = access::new_token();
-    EXPECT_TRUE(t);
-    store::Token row;
-    row.id = t->id;
-    row.hash = t->hash;
-    row.user = user;
-    row.kind = kind;
-    row.label = label;
-    row.expires_at = expires;
-    row.limits = limits;
-    auto r = db_->add_token(row);
-    EXPECT_TRUE(r) << r.error().message;
-    return t->text;
+    return server::testing::issue_token(*db_, user, kind, label, expires, limits);
   }
 
   void make_people() {

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -170,6 +171,26 @@ class RawConn {
   int fd_ = -1;
 };
 
+// Issues a token of `kind` to `user` (who must exist) in `db` and returns its
+// text, the only time it is seen.
+inline std::string issue_token(store::StateDb& db, const std::string& user, store::TokenKind kind,
+                               const std::string& label = "", std::optional<store::UnixMs> expires = std::nullopt,
+                               store::TokenLimits limits = {}) {
+  auto t = access::new_token();
+  if (!t) throw std::runtime_error(t.error().message);
+  store::Token row;
+  row.id = t->id;
+  row.hash = t->hash;
+  row.user = user;
+  row.kind = kind;
+  row.label = label;
+  row.expires_at = expires;
+  row.limits = limits;
+  auto r = db.add_token(row);
+  if (!r) throw std::runtime_error(r.error().message);
+  return t->text;
+}
+
 // A token for `user` (added with `role` when absent) in the data directory
 // `data_dir`, with limits high enough that tests never meet them unless
 // they mean to.
@@ -179,18 +200,7 @@ inline std::string make_token(const std::string& data_dir, const std::string& us
   auto db = store::open_sqlite_state_db(data_dir + "/state.db");
   if (!db) throw std::runtime_error(db.error().message);
   if (!(*db)->get_user(user)) (void)(*db)->add_user(user, role);
-  auto t = access::new_token();
-  if (!t) throw std::runtime_error(t.error().message);
-  store::Token row;
-  row.id = t->id;
-  row.hash = t->hash;
-  row.user = user;
-  row.kind = kind;
-  row.label = label;
-  row.limits = {1'000'000, 1'000'000, 1ll << 50};
-  auto r = (*db)->add_token(row);
-  if (!r) throw std::runtime_error(r.error().message);
-  return t->text;
+  return issue_token(**db, user, kind, label, std::nullopt, {1'000'000, 1'000'000, 1ll << 50});
 }
 
 inline std::string bearer_header(const std::string& token) { return "Authorization: Bearer " + token + "\r\n"; }

@@ -390,16 +390,7 @@ class ApiModeTest : public WorkerTest {
     o.server_url = svc->url();
   }
   std::string token(const std::string& user, store::TokenKind kind, const std::string& label) {
-    auto t = access::new_token();
-    EXPECT_TRUE(t);
-    store::Token row;
-    row.id = t->id;
-    row.hash = t->hash;
-    row.user = user;
-    row.kind = kind;
-    row.label = label;
-    EXPECT_TRUE(state->add_token(row));
-    return t->text;
+    return server::testing::issue_token(*state, user, kind, label);
   }
   std::unique_ptr<server::testing::RunningService> svc;
   std::string mia, ola, runner_token;
