@@ -35,6 +35,16 @@ for t in $tasks; do
   module=$("$PY" -c "import json,sys; d=json.load(open(sys.argv[1]))['definition']; print(d['module'], d['entry_point'])" "$tj")
   if [ -n "$gpu" ] && grep -q "^def ${module#* }(" "$gpu/src/${module% *}"; then ok "$t: GPU solution $gpu"
   else bad "$t: no GPU solution package defining ${module#* } in catalog/solutions/gpu"; fi
+  # A solution is the eager package with other src/: its harness is the eager package's, byte for
+  # byte (the server runs the repository's copy anyway; a drifted copy would only mislead a reader).
+  for sol in "$gpu" "$(pkg_of "$CATALOG/solutions/cpu" "$t")"; do
+    [ -n "$sol" ] || continue
+    eager_pkg=$(pkg_of "$CATALOG/kernel_data" "$t")
+    for f in desc.yaml benchmark.py build_test_env.py bench_result.yaml; do
+      cmp -s "$sol/.kernel_package/$f" "$eager_pkg/.kernel_package/$f" ||
+        bad "$t: ${sol#"$CATALOG/"}/.kernel_package/$f differs from the eager package's (copy it from ${eager_pkg#"$CATALOG/"})"
+    done
+  done
   case_id=$(first_case "$tj")
   for kind in eager cpu; do
     if [ $kind = eager ]; then pkg=$(pkg_of "$CATALOG/kernel_data" "$t"); else pkg=$(pkg_of "$CATALOG/solutions/cpu" "$t"); fi
