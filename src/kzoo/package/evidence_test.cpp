@@ -242,8 +242,11 @@ TEST(EvidenceCaps, OverlongLinesAreRefusedWithTheLineNumber) {
   std::string src = "x = 1\ny = '" + std::string(17000, 'a') + "'\n";
   auto vs = scan("src/kernel.py", src);
   ASSERT_TRUE(has_rule(vs, "evidence.long-line")) << rules(vs);
-  for (const auto& v : vs)
-    if (v.rule == "evidence.long-line") EXPECT_EQ(v.pointer, "line 2");
+  for (const auto& v : vs) {
+    if (v.rule == "evidence.long-line") {
+      EXPECT_EQ(v.pointer, "line 2");
+    }
+  }
   EXPECT_FALSE(has_rule(scan("src/kernel.py", "y = '" + std::string(2000, 'a') + "'\n"), "evidence.long-line"));
 }
 

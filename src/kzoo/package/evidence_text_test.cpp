@@ -327,7 +327,7 @@ TEST(EvidenceBlob, HexDumpsAndDenseEncodings) {
   std::string xxd;
   std::string bytes = random_bytes(256);
   for (std::size_t off = 0; off < bytes.size(); off += 16) {
-    char head[16];
+    char head[32];
     std::snprintf(head, sizeof head, "%08zx:", off);
     xxd += head;
     for (std::size_t k = off; k < off + 16; k += 2) xxd += " " + hex(bytes.substr(k, 2));

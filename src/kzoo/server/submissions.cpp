@@ -204,8 +204,13 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
   if (!db_lease) return refuse({http_status(db_lease.error()), "database", db_lease.error().message});
   auto& dbx = *db_lease;
   dbx->set_actor(caller->actor());
-  store::NewSubmission ns{kernel_id, owner, fields["optimization_summary"], "", *sha, caller->who->token_id,
-                          static_cast<std::int64_t>(file->size())};
+  store::NewSubmission ns{.kernel_id = kernel_id,
+                          .submitter_id = owner,
+                          .summary = fields["optimization_summary"],
+                          .package_path = "",
+                          .sha256 = *sha,
+                          .token_id = caller->who->token_id,
+                          .package_bytes = static_cast<std::int64_t>(file->size())};
   bool held = caller->decision.held;  // an outsider's job waits for a maintainer (JobHeldAdmin)
   const bool pull_request = fields.count("pull_request") && fields["pull_request"] == "true";
   if (pull_request && (!fields.count("route") || fields["route"].empty()))
