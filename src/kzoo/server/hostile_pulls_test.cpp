@@ -97,6 +97,63 @@ TEST_F(HostilePullsTest, MalformedOrMistypedCommentBodiesAre400AndChangeNothing)
   EXPECT_EQ(snapshot(), before);
 }
 
+// Text that is stored and later printed on someone's terminal or page may
+// not carry control characters: ESC starts terminal escape sequences, CR
+// rewrites the line shown, NUL cuts C strings short.
+TEST_F(HostilePullsTest, ControlCharactersInACommentAreRefusedNamingTheFieldAndTheFix) {
+  const std::int64_t pr = open_pull();
+  const std::string comments = fmt::format("/api/pulls/{}/comments", pr);
+  const std::string before = snapshot();
+  for (const std::string& text : {std::string("looks fine\x1b[2J\x1b]0;pwned\x07"), std::string("a\0b", 3),
+                                  std::string("approved\rrejected"), std::string("bell\x07"), std::string("del\x7f"),
+                                  std::string("c1 csi \xc2\x9b" "31m")}) {
+    auto a = send("POST", comments, member_, {{"body", text}});
+    EXPECT_EQ(a.status, 400) << json(text).dump() << ": " << a.text;
+    auto e = error_of(a);
+    EXPECT_EQ(e["field"], "body") << a.text;
+    EXPECT_NE(a.text.find("control character"), std::string::npos) << a.text;
+    EXPECT_NE(a.text.find("line breaks"), std::string::npos) << "the message says what may be sent: " << a.text;
+  }
+  EXPECT_EQ(snapshot(), before);
+  // Line breaks and tabs are text.
+  const std::string multiline = "first line\n\tindented\nthird";
+  auto ok = send("POST", comments, member_, {{"body", multiline}});
+  ASSERT_EQ(ok.status, 201) << ok.text;
+  EXPECT_EQ(send("GET", fmt::format("/api/pulls/{}", pr), "").body["comments"][0]["body"], multiline);
+}
+
+TEST_F(HostilePullsTest, ACloseReasonIsCheckedLikeACommentAndARefusedCloseLeavesThePullOpen) {
+  const std::int64_t pr = open_pull();
+  const std::string close = fmt::format("/api/pulls/{}/close", pr);
+  const std::string before = snapshot();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"not json", ""},
+      {"[\"why\"]", ""},
+      {"{\"why\": 5}", "why"},
+      {"{\"why\": [\"x\"]}", "why"},
+      {"{\"why\": {\"a\": 1}}", "why"},
+      {json{{"why", std::string(1001, 'x')}}.dump(), "why"},
+      {json{{"why", "fine\x1b[31m red"}}.dump(), "why"},
+      {json{{"why", std::string("cut\0off", 7)}}.dump(), "why"},
+      {json{{"why", "one\rtwo"}}.dump(), "why"},
+  };
+  for (const auto& [raw, field] : cases) {
+    auto a = send("POST", close, member_, nullptr, raw);
+    EXPECT_EQ(a.status, 400) << raw << ": " << a.text;
+    auto e = error_of(a);
+    if (!field.empty()) {
+      EXPECT_EQ(e["field"], field) << raw << ": " << a.text;
+    }
+  }
+  EXPECT_EQ(snapshot(), before);
+  EXPECT_EQ(db_->get_pull(pr)->state, store::PullState::open);
+  // A reason of exactly 1000 bytes is kept whole.
+  const std::string why(1000, 'w');
+  auto closed = send("POST", close, member_, {{"why", why}});
+  ASSERT_EQ(closed.status, 200) << closed.text;
+  EXPECT_EQ(db_->get_submission(pr)->reasons, std::vector<std::string>{why});
+}
+
 TEST_F(HostilePullsTest, ADecidedPullRequestIsNotDecidedAgain) {
   const std::int64_t merged = open_pull();
   ASSERT_EQ(send("POST", fmt::format("/api/pulls/{}/merge", merged), member_).status, 200);
