@@ -2,6 +2,7 @@
 // /api/boards/{version}, /api/routes, and POST /api/board/baselines, which
 // queues a measurement of each board kernel's eager baseline.
 #include <charconv>
+#include <climits>
 #include <fstream>
 #include <regex>
 
@@ -145,6 +146,16 @@ void Api::post_board_status(const httplib::Request& req, httplib::Response& res)
   if (!in_force) return send_error(res, 500, "board", in_force.error().message);
   int version = 0;
   if (const auto& v = body->value("version", nlohmann::json()); v.is_number_integer()) {
+    // Range first: get<int> would cut 4294967297 down to 1 and set another board's status.
+    const bool in_range = v.is_number_unsigned()
+                              ? v.get<std::uint64_t>() >= 1 && v.get<std::uint64_t>() <= INT_MAX
+                              : v.get<std::int64_t>() >= 1 && v.get<std::int64_t>() <= INT_MAX;
+    if (!in_range)
+      return send_error(res, 400, "invalid_field",
+                        fmt::format("version {} is no board version: versions are whole numbers from 1 to 2147483647 "
+                                    "(leave it out for the board in force)",
+                                    v.dump()),
+                        "version");
     version = v.get<int>();
     auto known = board::rules_of_version(repo, version);
     if (!known || !*known)
