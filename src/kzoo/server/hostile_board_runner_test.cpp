@@ -1,7 +1,8 @@
-// The board's maintainer routes and the audit trail's query under malformed
-// and hostile input: each refusal is a 4xx JSON error naming
+// The board's maintainer routes, the audit trail's query and the runner API
+// under malformed and hostile input: each refusal is a 4xx JSON error naming
 // the field, and changes nothing.
 #include "kzoo/server/hostile_fixture.hpp"
+#include "kzoo/worker/transport.hpp"
 
 namespace kzoo::server {
 namespace {
@@ -84,6 +85,107 @@ TEST_F(HostileBoardTest, AnAuditQueryOutOfRangeIsRefusedNamingTheParameter) {
     EXPECT_EQ(a.status, 200) << q << ": " << a.text;
     EXPECT_TRUE(a.body["entries"].empty()) << q;
   }
+}
+
+class HostileRunnerTest : public HostileFixture {
+ protected:
+  // ann's submission, claimed by the runner as node-1; its job id.
+  std::int64_t claim() {
+    auto s = submit(member_);
+    EXPECT_EQ(s.status, 202) << s.text;
+    auto c = send("POST", "/api/runner/claim", runner_, {{"worker", "node-1"}, {"lease_seconds", 60}});
+    EXPECT_EQ(c.status, 200) << c.text;
+    return c.body["job"]["id"];
+  }
+};
+
+TEST_F(HostileRunnerTest, ALeaseOutsideOneSecondToADayIsRefusedNotWrapped) {
+  ASSERT_EQ(submit(member_).status, 202);
+  const std::string before = snapshot();
+  // 2^32 + 60 would be a lease of 60 s if cut to 32 bits.
+  for (const char* l : {"4294967356", "18446744073709551615", "-4294967236", "0", "-1", "86401", "\"60\"", "60.5",
+                        "null", "[60]"}) {
+    const std::string raw = std::string("{\"worker\": \"node-1\", \"lease_seconds\": ") + l + "}";
+    auto a = send("POST", "/api/runner/claim", runner_, nullptr, raw);
+    EXPECT_EQ(a.status, 400) << raw << ": " << a.text;
+    EXPECT_EQ(error_of(a)["field"], "lease_seconds") << raw << ": " << a.text;
+    EXPECT_NE(a.text.find("86400"), std::string::npos) << a.text;
+  }
+  EXPECT_EQ(snapshot(), before) << "a refused claim claimed a job";
+  const std::int64_t job = send("POST", "/api/runner/claim", runner_, {{"worker", "node-1"}, {"lease_seconds", 60}})
+                               .body["job"]["id"];
+  const std::string held = snapshot();
+  auto hb = send("POST", fmt::format("/api/runner/jobs/{}/heartbeat", job), runner_, nullptr,
+                 "{\"worker\": \"node-1\", \"lease_seconds\": 4294967297}");
+  EXPECT_EQ(hb.status, 400) << hb.text;
+  EXPECT_EQ(error_of(hb)["field"], "lease_seconds");
+  EXPECT_EQ(snapshot(), held) << "a refused heartbeat moved the lease";
+}
+
+TEST_F(HostileRunnerTest, AWorkerNameOrBodyThatIsNotOneIsRefused) {
+  ASSERT_EQ(submit(member_).status, 202);
+  const std::string before = snapshot();
+  for (const std::string& raw :
+       {std::string("not json"), std::string("[]"), std::string("null"), std::string("{}"), std::string("{\"worker\": 5}"),
+        std::string("{\"worker\": \"\"}"), std::string("{\"worker\": \"a/b\"}"), std::string("{\"worker\": \"a\\u001bb\"}"),
+        "{\"worker\": \"" + std::string(101, 'w') + "\"}", std::string("{\"worker\": [\"w\"]}")}) {
+    auto a = send("POST", "/api/runner/claim", runner_, nullptr, raw);
+    EXPECT_EQ(a.status, 400) << raw << ": " << a.text;
+    error_of(a);
+  }
+  EXPECT_EQ(snapshot(), before);
+  for (const char* id : {"0", "999999999999999999"}) {
+    auto a = send("POST", fmt::format("/api/runner/jobs/{}/heartbeat", id), runner_, {{"worker", "node-1"}});
+    EXPECT_EQ(a.status, 404) << id << ": " << a.text;
+    EXPECT_EQ(error_of(a)["code"], "unknown_job");
+  }
+}
+
+TEST_F(HostileRunnerTest, MistypedFieldsOfAnAcceptCompleteOrEvidenceAre400NotServerErrors) {
+  const std::int64_t job = claim();
+  const std::string base = fmt::format("/api/runner/jobs/{}", job);
+  auto repo = store::KernelRepo::open(tmp_ / "data/kernel_data.git");
+  const std::string head = *repo->head();
+  auto ev = send("POST", base + "/evidence", runner_,
+                 {{"worker", "node-1"}, {"message", "evidence"}, {"files", {{"stderr.log", worker::base64_encode("ok\n")}}}});
+  ASSERT_EQ(ev.status, 200) << ev.text;
+  const std::string evidence = ev.body["commit"];
+  const json doc = {{"cases", {{{"test_case_id", "small"}, {"status", "ok"}, {"correct", true}, {"metrics", {{"latency_us", 150.0}}}}}}};
+  auto accept = [&](const json& author) {
+    return json{{"worker", "node-1"}, {"message", "softmax: fused\n"}, {"measured_at", head},
+                {"benchmark_output", doc}, {"evidence_commit", evidence}, {"author", author}};
+  };
+  const std::string before = snapshot();
+  for (const json& author : {json{{"name", 5}}, json{{"name", nullptr}}, json{{"name", json::array()}}, json("ann"),
+                             json(5), json::array()}) {
+    auto a = send("POST", base + "/accept", runner_, accept(author));
+    EXPECT_EQ(a.status, 400) << author.dump() << ": " << a.text;
+    EXPECT_EQ(error_of(a)["field"], "author") << a.text;
+  }
+  for (const json& completion : {json{{"outcome", 5}}, json{{"outcome", nullptr}}, json{{"outcome", {"accepted"}}},
+                                 json{{"outcome", "accepted"}, {"accepted_commit", 5}},
+                                 json{{"outcome", "failed"}, {"reasons", "not a list"}}, json(nullptr), json("accepted")}) {
+    auto a = send("POST", base + "/complete", runner_, {{"worker", "node-1"}, {"completion", completion}});
+    EXPECT_EQ(a.status, 400) << completion.dump() << ": " << a.text;
+    EXPECT_EQ(error_of(a)["field"], "completion") << a.text;
+  }
+  for (const json& files : {json{{"../x", worker::base64_encode("x")}}, json{{"a", 5}}, json{{"a", "!!!not base64"}},
+                            json::object(), json::array(), json("stderr.log")}) {
+    auto a = send("POST", base + "/evidence", runner_, {{"worker", "node-1"}, {"message", "m"}, {"files", files}});
+    EXPECT_EQ(a.status, 400) << files.dump() << ": " << a.text;
+    EXPECT_EQ(error_of(a)["field"], "files") << a.text;
+  }
+  // A message that is no text is refused, not recorded as an empty one.
+  for (const json& message : {json(5), json::array(), json::object()}) {
+    auto a = send("POST", base + "/evidence", runner_,
+                  {{"worker", "node-1"}, {"message", message}, {"files", {{"stderr.log", worker::base64_encode("x")}}}});
+    EXPECT_EQ(a.status, 400) << message.dump() << ": " << a.text;
+    EXPECT_EQ(error_of(a)["field"], "message") << a.text;
+  }
+  EXPECT_EQ(snapshot(), before);
+  // The job is still the runner's to finish.
+  auto ok = send("POST", base + "/accept", runner_, accept(json{{"name", "ann"}}));
+  EXPECT_EQ(ok.status, 200) << ok.text;
 }
 
 }  // namespace
