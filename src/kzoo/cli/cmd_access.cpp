@@ -140,15 +140,24 @@ const bool token_new = kzoo::cli::register_command(
       auto o = std::make_shared<Opts>();
       sub.add_option("user", o->name, "the token's owner")->required();
       auto* agent = sub.add_option("--agent", o->agent, "an agent's token, acting for USER");
-      sub.add_option("--runner", o->runner, "a runner's token (USER must be a maintainer): claims and completes jobs only")
-          ->excludes(agent);
+      auto* runner =
+          sub.add_option("--runner", o->runner, "a runner's token (USER must be a maintainer): claims and completes jobs only")
+              ->excludes(agent);
       sub.add_option("--expires", o->expires_days, "days until it expires (default: never)")->check(CLI::Range(1, 3650));
       sub.add_option("--max-submissions-per-hour", o->max_per_hour, "this token's limit (default: the server's)")->check(CLI::NonNegativeNumber);
       sub.add_option("--max-concurrent-jobs", o->max_jobs, "this token's limit (default: the server's)")->check(CLI::NonNegativeNumber);
       sub.add_option("--max-upload-bytes-per-day", o->max_bytes, "this token's limit (default: the server's)")->check(CLI::NonNegativeNumber);
       data_option(sub, *o);
       sub.add_flag("--json", o->json_out, "one JSON document on stdout (with the token)");
-      return [o] {
+      return [o, agent, runner] {
+        // An empty name (`--agent "$NAME"` with NAME unset) would read below as no flag at all, and
+        // issue a person's token, which may do far more than an agent's or a runner's.
+        if ((agent->count() && o->agent.empty()) || (runner->count() && o->runner.empty())) {
+          const bool a = agent->count() > 0;
+          return error("token new", fmt::format("{} needs a name: 1-64 letters, digits, '.', '_' or '-' (e.g. {} {})",
+                                                a ? "--agent" : "--runner", a ? "--agent" : "--runner",
+                                                a ? "claude" : "gpu-node-1"));
+        }
         auto db = open_db(o->data);
         if (!db) return error("token new", db.error().message);
         auto fresh = kzoo::access::new_token();

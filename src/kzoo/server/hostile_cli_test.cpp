@@ -1,0 +1,75 @@
+// The access verbs of the kzoo binary under malformed arguments: an error
+// naming the argument, and nothing issued.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "kzoo/server/hostile_fixture.hpp"
+
+namespace kzoo::server {
+namespace {
+
+using namespace testing;
+
+struct Run {
+  int code = -1;
+  std::string out, err;
+};
+
+// The kzoo binary with exactly these arguments (bytes as they are: no shell
+// between), no $KZOO_TOKEN unless given.
+Run kzoo(const std::vector<std::string>& args, const std::string& dir, const std::string& token = "") {
+  std::vector<char*> argv{const_cast<char*>(KZOO_BINARY)};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::string tok = "KZOO_TOKEN=" + token;
+  std::vector<char*> envp{const_cast<char*>("PATH=/usr/bin:/bin"), const_cast<char*>("HOME=/tmp")};
+  if (!token.empty()) envp.push_back(tok.data());
+  envp.push_back(nullptr);
+  const std::string out = dir + "/cli.out", err = dir + "/cli.err";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = -1;
+  Run r;
+  if (posix_spawn(&pid, KZOO_BINARY, &fa, nullptr, argv.data(), envp.data()) == 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  posix_spawn_file_actions_destroy(&fa);
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+using HostileCliTest = HostileFixture;
+
+// An empty --agent or --runner name is a mistake (an unset variable in a
+// script), never a request for a person's token, which may do far more.
+TEST_F(HostileCliTest, AnEmptyAgentOrRunnerNameIssuesNoTokenRatherThanAPersonsToken) {
+  const std::string data = tmp_ / "data";
+  const std::string before = snapshot();
+  for (const char* flag : {"--agent", "--runner"}) {
+    auto r = kzoo({"token", "new", "mia", flag, "", "--data", data}, tmp_.path().string());
+    EXPECT_NE(r.code, 0) << flag << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << flag << " printed a token: " << r.out;
+    EXPECT_NE(r.err.find("name"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(snapshot(), before);
+  auto ok = kzoo({"token", "new", "ann", "--agent", "claude", "--data", data}, tmp_.path().string());
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
+}  // namespace
+}  // namespace kzoo::server
