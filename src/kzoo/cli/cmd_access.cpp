@@ -17,6 +17,7 @@
 
 #include "kzoo/access/token.hpp"
 #include "kzoo/cli/command.hpp"
+#include "kzoo/cli/text_args.hpp"
 #include "kzoo/server/client.hpp"
 #include "kzoo/server/config.hpp"
 #include "kzoo/server/data_dir.hpp"
@@ -276,7 +277,7 @@ const bool jobs_cmd = kzoo::cli::register_command(
 const bool release_cmd = kzoo::cli::register_command(
     "release", "Release a held job so a runner may claim it", [](CLI::App& sub) -> kzoo::cli::Runner {
       auto o = std::make_shared<Opts>();
-      sub.add_option("job", o->job, "job id (kzoo jobs --held lists them)")->required()->check(CLI::PositiveNumber);
+      sub.add_option("job", o->job, "job id (kzoo jobs --held lists them)")->required()->check(kzoo::cli::positive_id());
       data_option(sub, *o);
       sub.add_option("--server", o->server, "release through this server (a maintainer's $KZOO_TOKEN)");
       return [o] {

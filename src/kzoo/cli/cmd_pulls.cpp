@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "kzoo/cli/command.hpp"
+#include "kzoo/cli/text_args.hpp"
 #include "kzoo/server/client.hpp"
 
 namespace {
@@ -77,7 +78,7 @@ const bool pulls_cmd = kzoo::cli::register_command(
 const bool pull_cmd = kzoo::cli::register_command(
     "pull", "Show one pull request with its comments and reviews", [](CLI::App& sub) -> kzoo::cli::Runner {
       auto o = std::make_shared<Opts>();
-      sub.add_option("id", o->id, "the pull request (its submission id)")->required()->check(CLI::PositiveNumber);
+      sub.add_option("id", o->id, "the pull request (its submission id)")->required()->check(kzoo::cli::positive_id());
       server_option(sub, *o);
       sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {
@@ -93,9 +94,9 @@ kzoo::cli::Runner decide(const char* name, CLI::App& sub, bool merge) {
   auto o = std::make_shared<Opts>();
   sub.add_option("id", o->id, "the pull request (its submission id: kzoo pulls lists them)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(kzoo::cli::positive_id());
   server_option(sub, *o);
-  if (!merge) sub.add_option("--why", o->why, "the reason, kept as the submission's");
+  if (!merge) sub.add_option("--why", o->why, "the reason, kept as the submission's")->check(kzoo::cli::utf8_text());
   sub.add_flag("--json", o->json_out, "one JSON document on stdout");
   return [o, name, merge] {
     json body = json::object();
@@ -128,8 +129,8 @@ const bool close_cmd = kzoo::cli::register_command(
 const bool comment_cmd = kzoo::cli::register_command(
     "comment", "Comment on or review a pull request", [](CLI::App& sub) -> kzoo::cli::Runner {
       auto o = std::make_shared<Opts>();
-      sub.add_option("id", o->id, "the pull request (its submission id)")->required()->check(CLI::PositiveNumber);
-      sub.add_option("text", o->body, "the comment (1-10000 bytes)")->required();
+      sub.add_option("id", o->id, "the pull request (its submission id)")->required()->check(kzoo::cli::positive_id());
+      sub.add_option("text", o->body, "the comment (1-10000 bytes)")->required()->check(kzoo::cli::utf8_text());
       auto* ap = sub.add_flag("--approve", o->approve, "a review that approves it");
       sub.add_flag("--request-changes", o->request_changes, "a review that asks for changes")->excludes(ap);
       server_option(sub, *o);
@@ -148,9 +149,12 @@ const bool merge_route_cmd = kzoo::cli::register_command(
     "merge-route", "Merge a route into main or another route (its differing sources submitted there and judged)",
     [](CLI::App& sub) -> kzoo::cli::Runner {
       auto o = std::make_shared<Opts>();
-      sub.add_option("route", o->route, "the route to merge (NAME of routes/NAME)")->required();
+      sub.add_option("route", o->route, "the route to merge (NAME of routes/NAME)")
+          ->required()
+          ->check(kzoo::cli::utf8_text());
       sub.add_option("--into", o->state, "main (a maintainer's) or a route's NAME (someone else's: pull requests)")
-          ->required();
+          ->required()
+          ->check(kzoo::cli::utf8_text());
       server_option(sub, *o);
       sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {

@@ -1,5 +1,6 @@
-// The access verbs of the kzoo binary under malformed arguments: an error
-// naming the argument, and nothing issued.
+// The access and pull-request verbs of the kzoo binary under malformed
+// arguments: a usage error naming the argument, never an internal error,
+// and nothing issued or sent.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -69,6 +70,49 @@ TEST_F(HostileCliTest, AnEmptyAgentOrRunnerNameIssuesNoTokenRatherThanAPersonsTo
   EXPECT_EQ(snapshot(), before);
   auto ok = kzoo({"token", "new", "ann", "--agent", "claude", "--data", data}, tmp_.path().string());
   EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
+// Arguments that go to the server as JSON text must be UTF-8: the verb says
+// which one is not, instead of failing inside the JSON library.
+TEST_F(HostileCliTest, TextArgumentsThatAreNotUtf8AreUsageErrorsNamingTheArgument) {
+  const std::int64_t pr = open_pull();
+  const std::string id = std::to_string(pr), url = svc_->url(), bad = "caf\xe9 \xff";
+  const std::string before = snapshot();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"comment", id, bad, "--server", url}, "text"},
+      {{"close", id, "--why", bad, "--server", url}, "--why"},
+      {{"merge-route", bad, "--into", "main", "--server", url}, "route"},
+      {{"merge-route", "ann-fast", "--into", bad, "--server", url}, "--into"},
+      {{"approve", bad, "--server", url}, "commit"},
+  };
+  for (const auto& [args, name] : cases) {
+    auto r = kzoo(args, tmp_.path().string(), member_);
+    EXPECT_EQ(r.code, 2) << args[0] << ": " << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("UTF-8"), std::string::npos) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find(name), std::string::npos) << args[0] << " names " << name << ": " << r.err;
+  }
+  EXPECT_EQ(snapshot(), before);
+}
+
+// An id past what the server's ids can be (18 digits) used to be clamped
+// to 9223372036854775807 and sent, to come back as "no route".
+TEST_F(HostileCliTest, AnIdThatIsNotAPositiveNumberIsAUsageErrorNeverClampedOrSent) {
+  const std::string url = svc_->url();
+  const std::string before = snapshot();
+  for (const char* id : {"0", "-1", "5abc", "99999999999999999999", "1000000000000000000", "5/../6", " 5", "05x"}) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"pull", id}, {"merge", id}, {"close", id}, {"comment", id, "looks good"},
+          {"release", id}}) {
+      std::vector<std::string> argv = args;
+      argv.insert(argv.end(), {"--server", url});
+      auto r = kzoo(argv, tmp_.path().string(), maintainer_);
+      EXPECT_EQ(r.code, 2) << args[0] << " " << id << ": " << r.err;
+      EXPECT_EQ(r.err.find("HTTP"), std::string::npos) << args[0] << " " << id << " was sent: " << r.err;
+      EXPECT_EQ(r.err.find("9223372036854775807"), std::string::npos) << args[0] << " " << id << ": " << r.err;
+    }
+  }
+  EXPECT_EQ(snapshot(), before);
 }
 
 }  // namespace
