@@ -115,5 +115,32 @@ TEST_F(HostileCliTest, AnIdThatIsNotAPositiveNumberIsAUsageErrorNeverClampedOrSe
   EXPECT_EQ(snapshot(), before);
 }
 
+// What kzoo pull prints was written by others: a pull request's summary (the
+// submission's, which may hold any text), and comments stored before the
+// server refused control characters. None of it may drive the terminal.
+TEST_F(HostileCliTest, APullRequestIsShownWithoutTheControlCharactersThatWouldDriveATerminal) {
+  ASSERT_EQ(submit(member_, {{"route", "ann-fast"}}).status, 202);
+  auto opened = submit(outsider_, {{"route", "ann-fast"},
+                                   {"pull_request", "true"},
+                                   {"optimization_summary", "fused\x1b]0;owned\x07\x1b[2J\rrewritten"}});
+  ASSERT_EQ(opened.status, 202) << opened.text;
+  const std::int64_t pr = opened.body["id"];
+  db_->set_actor({"ola", ""});
+  ASSERT_TRUE(db_->add_comment(pr, store::ReviewKind::comment, "old\x1b[31m red \xc2\x9b" "0m\nsecond line\tok"));
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"pull", std::to_string(pr)},
+                                               std::vector<std::string>{"pulls", "--route", "ann-fast"}}) {
+    std::vector<std::string> argv = args;
+    argv.insert(argv.end(), {"--server", svc_->url()});
+    auto r = kzoo(argv, tmp_.path().string());
+    ASSERT_EQ(r.code, 0) << args[0] << ": " << r.err;
+    for (char c : {'\x1b', '\x07', '\r'}) EXPECT_EQ(r.out.find(c), std::string::npos) << args[0] << ": " << r.out;
+    EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << args[0] << ": " << r.out;
+    if (args[0] == "pull") {
+      EXPECT_NE(r.out.find("fused?]0;owned??[2J?rewritten"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("old?[31m red ?0m\nsecond line\tok"), std::string::npos) << r.out;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kzoo::server
