@@ -188,5 +188,16 @@ TEST_F(HostileRunnerTest, MistypedFieldsOfAnAcceptCompleteOrEvidenceAre400NotSer
   EXPECT_EQ(ok.status, 200) << ok.text;
 }
 
+TEST_F(HostileRunnerTest, ARecoveryScanThatIsNotOneToTenThousandCommitsIsRefusedNotGuessed) {
+  const std::int64_t job = claim();
+  const std::string recovery = fmt::format("/api/runner/jobs/{}/recovery", job);
+  for (const char* scan : {"abc", "0", "-5", "10001", "5abc", "", "99999999999999999999999", "1e3"}) {
+    auto a = send("GET", recovery + "?scan=" + scan, runner_);
+    EXPECT_EQ(a.status, 400) << scan << ": " << a.text;
+    EXPECT_EQ(error_of(a)["field"], "scan") << scan << ": " << a.text;
+  }
+  for (const char* scan : {"1", "200", "10000"}) EXPECT_EQ(send("GET", recovery + "?scan=" + scan, runner_).status, 200) << scan;
+}
+
 }  // namespace
 }  // namespace kzoo::server

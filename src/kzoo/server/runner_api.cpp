@@ -4,6 +4,7 @@
 // is a runner's (access::Action::runner_work) and that its holder owns the
 // job's lease: a runner's lease owner is "<token id>/<worker id>", so a runner
 // token can act only on the jobs it claimed itself.
+#include <charconv>
 #include <fstream>
 #include <regex>
 
@@ -196,7 +197,14 @@ void Api::runner_recovery(const httplib::Request& req, httplib::Response& res) {
   auto s = (*lease)->get_submission(call->job->submission_id);
   if (!s) return state_refusal(res, s.error());
   std::size_t scan = 200;
-  if (req.has_param("scan")) scan = std::clamp<std::size_t>(std::strtoull(req.get_param_value("scan").c_str(), nullptr, 10), 1, 10000);
+  if (req.has_param("scan")) {
+    // Parsed whole: strtoull read "abc" as 0 (then 1) and "-5" as 2^64-5 (then 10000).
+    const std::string v = req.get_param_value("scan");
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), scan);
+    if (ec != std::errc() || end != v.data() + v.size() || scan < 1 || scan > 10000)
+      return send_error(res, 400, "invalid_query",
+                        "scan must be a whole number of commits from 1 to 10000 (leave it out for 200)", "scan");
+  }
   auto r = worker::direct_over(**lease, repo)->recover(s->kernel_id, call->job->id, scan);
   if (!r) return send_error(res, 500, "repository", r.error().message);
   send_json(res, 200, {{"commit", r->commit}, {"verdict", r->verdict}});
