@@ -172,10 +172,12 @@ const bool merge_route_cmd = kzoo::cli::register_command(
       auto o = std::make_shared<Opts>();
       sub.add_option("route", o->route, "the route to merge (NAME of routes/NAME)")
           ->required()
-          ->check(kzoo::cli::utf8_text());
+          ->check(kzoo::cli::utf8_text())
+          ->check(kzoo::cli::route_name(false));
       sub.add_option("--into", o->state, "main (a maintainer's) or a route's NAME (someone else's: pull requests)")
           ->required()
-          ->check(kzoo::cli::utf8_text());
+          ->check(kzoo::cli::utf8_text())
+          ->check(kzoo::cli::route_name(true));
       server_option(sub, *o);
       sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {

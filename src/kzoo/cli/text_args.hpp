@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "kzoo/board/board.hpp"
 #include "kzoo/format/utf8.hpp"
 
 namespace kzoo::cli {
@@ -35,6 +36,20 @@ inline CLI::Validator positive_id() {
         return ok ? "" : "is not an id: give a whole number from 1 to 999999999999999999 (kzoo pulls and kzoo jobs --held list them)";
       },
       "ID");
+}
+
+// A route's NAME (of routes/NAME), or also "main" where `main_too`. Checked
+// here because a name with '/' or ".." would reach the server as another
+// path, and come back as "no route POST /api/routes/../main/merge".
+inline CLI::Validator route_name(bool main_too) {
+  return CLI::Validator(
+      [main_too](std::string& s) -> std::string {
+        if ((main_too && s == "main") || kzoo::board::valid_route_name(s)) return "";
+        return std::string("is not ") + (main_too ? "main or " : "") +
+               "a route name: 1-63 of a-z 0-9 . _ -, starting with a letter or digit, without \"..\" or a trailing "
+               "\".\" or \".lock\" (NAME of routes/NAME; kzoo board lists them)";
+      },
+      main_too ? "main|ROUTE" : "ROUTE");
 }
 
 }  // namespace kzoo::cli

@@ -115,6 +115,30 @@ TEST_F(HostileCliTest, AnIdThatIsNotAPositiveNumberIsAUsageErrorNeverClampedOrSe
   EXPECT_EQ(snapshot(), before);
 }
 
+// A route name with '/' or ".." would reach the server as another path.
+TEST_F(HostileCliTest, AMergeRouteNameThatIsNoRoutesIsAUsageErrorNamingTheArgument) {
+  const std::string url = svc_->url();
+  const std::string before = snapshot();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"merge-route", "../main", "--into", "main"}, "route"},
+      {{"merge-route", "ann-fast/../x", "--into", "main"}, "route"},
+      {{"merge-route", "a..b", "--into", "main"}, "route"},
+      {{"merge-route", "Ann Fast", "--into", "main"}, "route"},
+      {{"merge-route", "ann-fast", "--into", "routes/x"}, "--into"},
+      {{"merge-route", "ann-fast", "--into", "x.lock"}, "--into"},
+      {{"merge-route", "ann-fast", "--into", ""}, "--into"},
+  };
+  for (const auto& [args, name] : cases) {
+    std::vector<std::string> argv = args;
+    argv.insert(argv.end(), {"--server", url});
+    auto r = kzoo(argv, tmp_.path().string(), member_);
+    EXPECT_EQ(r.code, 2) << args[1] << " " << args[3] << ": " << r.err;
+    EXPECT_EQ(r.err.find("HTTP"), std::string::npos) << "sent: " << r.err;
+    EXPECT_NE(r.err.find(name + ": is not"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(snapshot(), before);
+}
+
 // What kzoo pull prints was written by others: a pull request's summary (the
 // submission's, which may hold any text), and comments stored before the
 // server refused control characters. None of it may drive the terminal.
