@@ -189,16 +189,26 @@ void Api::post_board_checks(const httplib::Request& req, httplib::Response& res)
   if (!c.is_string() || !std::regex_match(c.get<std::string>(), kCommit))
     return send_error(res, 400, "invalid_field", "commit must be a full commit id (40 hex digits) of kernel_data",
                       "commit");
-  auto before = board::rules_in_force(repo);
-  auto approved = board::approve_rules(repo, c.get<std::string>());
-  if (!approved) return send_error(res, 422, "invalid_rules", approved.error().message, "commit");
+  // The audit trail must be reachable before the tag moves: a move it cannot record is refused.
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   (*lease)->set_actor(caller->actor());
-  (void)(*lease)->append_audit("board.checks", "refs/tags/checks",
-                               {{"from", before && *before ? nlohmann::json((*before)->commit) : nlohmann::json()},
-                                {"to", approved->commit},
-                                {"version", approved->version}});
+  auto before = board::rules_in_force(repo);
+  auto approved = board::approve_rules(repo, c.get<std::string>());
+  if (!approved) return send_error(res, 422, "invalid_rules", approved.error().message, "commit");
+  auto audited = (*lease)->append_audit("board.checks", "refs/tags/checks",
+                                        {{"from", before && *before ? nlohmann::json((*before)->commit) : nlohmann::json()},
+                                         {"to", approved->commit},
+                                         {"version", approved->version}});
+  if (!audited) {
+    // Put the tag back where it was, so no approval stands unrecorded.
+    std::string undo = "there was no earlier approval to restore: remove refs/tags/checks by hand";
+    if (before && *before)
+      undo = repo.set_ref("refs/tags/checks", (*before)->commit) ? "the checks tag is back at " + (*before)->commit
+                                                                 : "the checks tag could not be restored";
+    return send_error(res, 500, "audit", "the approval could not be written to the audit trail (" +
+                                             audited.error().message + "); " + undo + ". Try again.");
+  }
   send_json(res, 200, {{"commit", approved->commit}, {"version", approved->version}, {"status", approved->status},
                        {"kernels", approved->kernels}});
 }
