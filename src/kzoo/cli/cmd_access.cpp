@@ -17,6 +17,7 @@
 
 #include "kzoo/access/token.hpp"
 #include "kzoo/cli/command.hpp"
+#include "kzoo/cli/text_args.hpp"
 #include "kzoo/server/client.hpp"
 #include "kzoo/server/config.hpp"
 #include "kzoo/server/data_dir.hpp"
@@ -140,15 +141,24 @@ const bool token_new = kzoo::cli::register_command(
       auto o = std::make_shared<Opts>();
       sub.add_option("user", o->name, "the token's owner")->required();
       auto* agent = sub.add_option("--agent", o->agent, "an agent's token, acting for USER");
-      sub.add_option("--runner", o->runner, "a runner's token (USER must be a maintainer): claims and completes jobs only")
-          ->excludes(agent);
+      auto* runner =
+          sub.add_option("--runner", o->runner, "a runner's token (USER must be a maintainer): claims and completes jobs only")
+              ->excludes(agent);
       sub.add_option("--expires", o->expires_days, "days until it expires (default: never)")->check(CLI::Range(1, 3650));
       sub.add_option("--max-submissions-per-hour", o->max_per_hour, "this token's limit (default: the server's)")->check(CLI::NonNegativeNumber);
       sub.add_option("--max-concurrent-jobs", o->max_jobs, "this token's limit (default: the server's)")->check(CLI::NonNegativeNumber);
       sub.add_option("--max-upload-bytes-per-day", o->max_bytes, "this token's limit (default: the server's)")->check(CLI::NonNegativeNumber);
       data_option(sub, *o);
       sub.add_flag("--json", o->json_out, "one JSON document on stdout (with the token)");
-      return [o] {
+      return [o, agent, runner] {
+        // An empty name (`--agent "$NAME"` with NAME unset) would read below as no flag at all, and
+        // issue a person's token, which may do far more than an agent's or a runner's.
+        if ((agent->count() && o->agent.empty()) || (runner->count() && o->runner.empty())) {
+          const bool a = agent->count() > 0;
+          return error("token new", fmt::format("{} needs a name: 1-64 letters, digits, '.', '_' or '-' (e.g. {} {})",
+                                                a ? "--agent" : "--runner", a ? "--agent" : "--runner",
+                                                a ? "claude" : "gpu-node-1"));
+        }
         auto db = open_db(o->data);
         if (!db) return error("token new", db.error().message);
         auto fresh = kzoo::access::new_token();
@@ -267,7 +277,7 @@ const bool jobs_cmd = kzoo::cli::register_command(
 const bool release_cmd = kzoo::cli::register_command(
     "release", "Release a held job so a runner may claim it", [](CLI::App& sub) -> kzoo::cli::Runner {
       auto o = std::make_shared<Opts>();
-      sub.add_option("job", o->job, "job id (kzoo jobs --held lists them)")->required()->check(CLI::PositiveNumber);
+      sub.add_option("job", o->job, "job id (kzoo jobs --held lists them)")->required()->check(kzoo::cli::positive_id());
       data_option(sub, *o);
       sub.add_option("--server", o->server, "release through this server (a maintainer's $KZOO_TOKEN)");
       return [o] {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "kzoo/cli/command.hpp"
+#include "kzoo/cli/text_args.hpp"
 #include "kzoo/server/client.hpp"
 
 namespace {
@@ -164,7 +165,8 @@ const bool approve_registered = kzoo::cli::register_command(
       auto o = std::make_shared<DecisionOptions>();
       o->server = default_server_url();
       sub.add_option("commit", o->value, "the kernel_data commit holding the scienceslack.json to approve (40 hex digits)")
-          ->required();
+          ->required()
+          ->check(kzoo::cli::utf8_text());
       sub.add_option("--server", o->server, "Server URL (env KZOO_SERVER)");
       return [o] { return post_decision("approve", o->server, "/api/board/checks", {{"commit", o->value}}); };
     });

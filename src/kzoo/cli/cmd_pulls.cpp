@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "kzoo/cli/command.hpp"
+#include "kzoo/cli/text_args.hpp"
 #include "kzoo/server/client.hpp"
 
 namespace {
@@ -23,7 +24,28 @@ struct Opts {
   bool approve = false, request_changes = false, json_out = false;
 };
 
-std::string str(const json& j, const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : ""; }
+// Text from the server was written by others (a pull request's summary, its
+// comments, some stored before the server refused control characters): it
+// reaches this terminal with '?' for each control character that would
+// drive it (ESC sequences, CR over the line, C1 codes), tabs and line breaks kept.
+std::string shown(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const auto next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0u;
+    if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {
+      out += '?';
+      ++i;
+    } else {
+      out += (c < 0x20 && c != '\n' && c != '\t') || c == 0x7F ? '?' : static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string str(const json& j, const char* k) {
+  return j.contains(k) && j[k].is_string() ? shown(j[k].get<std::string>()) : "";
+}
 
 // 2 when the server could not be asked or failed, 1 when it refused the request itself.
 int refused(const char* cmd, const kzoo::Result<kzoo::server::Answer>& a) {
@@ -77,7 +99,7 @@ const bool pulls_cmd = kzoo::cli::register_command(
 const bool pull_cmd = kzoo::cli::register_command(
     "pull", "Show one pull request with its comments and reviews", [](CLI::App& sub) -> kzoo::cli::Runner {
       auto o = std::make_shared<Opts>();
-      sub.add_option("id", o->id, "the pull request (its submission id)")->required()->check(CLI::PositiveNumber);
+      sub.add_option("id", o->id, "the pull request (its submission id)")->required()->check(kzoo::cli::positive_id());
       server_option(sub, *o);
       sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {
@@ -93,9 +115,9 @@ kzoo::cli::Runner decide(const char* name, CLI::App& sub, bool merge) {
   auto o = std::make_shared<Opts>();
   sub.add_option("id", o->id, "the pull request (its submission id: kzoo pulls lists them)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(kzoo::cli::positive_id());
   server_option(sub, *o);
-  if (!merge) sub.add_option("--why", o->why, "the reason, kept as the submission's");
+  if (!merge) sub.add_option("--why", o->why, "the reason, kept as the submission's")->check(kzoo::cli::utf8_text());
   sub.add_flag("--json", o->json_out, "one JSON document on stdout");
   return [o, name, merge] {
     json body = json::object();
@@ -128,8 +150,8 @@ const bool close_cmd = kzoo::cli::register_command(
 const bool comment_cmd = kzoo::cli::register_command(
     "comment", "Comment on or review a pull request", [](CLI::App& sub) -> kzoo::cli::Runner {
       auto o = std::make_shared<Opts>();
-      sub.add_option("id", o->id, "the pull request (its submission id)")->required()->check(CLI::PositiveNumber);
-      sub.add_option("text", o->body, "the comment (1-10000 bytes)")->required();
+      sub.add_option("id", o->id, "the pull request (its submission id)")->required()->check(kzoo::cli::positive_id());
+      sub.add_option("text", o->body, "the comment (1-10000 bytes)")->required()->check(kzoo::cli::utf8_text());
       auto* ap = sub.add_flag("--approve", o->approve, "a review that approves it");
       sub.add_flag("--request-changes", o->request_changes, "a review that asks for changes")->excludes(ap);
       server_option(sub, *o);
@@ -148,9 +170,14 @@ const bool merge_route_cmd = kzoo::cli::register_command(
     "merge-route", "Merge a route into main or another route (its differing sources submitted there and judged)",
     [](CLI::App& sub) -> kzoo::cli::Runner {
       auto o = std::make_shared<Opts>();
-      sub.add_option("route", o->route, "the route to merge (NAME of routes/NAME)")->required();
+      sub.add_option("route", o->route, "the route to merge (NAME of routes/NAME)")
+          ->required()
+          ->check(kzoo::cli::utf8_text())
+          ->check(kzoo::cli::route_name(false));
       sub.add_option("--into", o->state, "main (a maintainer's) or a route's NAME (someone else's: pull requests)")
-          ->required();
+          ->required()
+          ->check(kzoo::cli::utf8_text())
+          ->check(kzoo::cli::route_name(true));
       server_option(sub, *o);
       sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {

@@ -184,11 +184,20 @@ void Api::post_release(const httplib::Request& req, httplib::Response& res) {
 void Api::get_audit(const httplib::Request& req, httplib::Response& res) {
   if (!require(req, res, access::Action::read_audit)) return;
   store::AuditFilter f;
-  if (req.has_param("before")) f.before_id = parse_int_or(req.get_param_value("before"), 0);
-  if (req.has_param("limit")) f.limit = static_cast<int>(std::clamp<std::int64_t>(parse_int_or(req.get_param_value("limit"), 0), 0, 100000));
+  if (req.has_param("before")) {
+    f.before_id = parse_int_or(req.get_param_value("before"), 0);
+    if (f.before_id < 1)
+      return send_error(res, 400, "invalid_query",
+                        "before must be an entry id, a whole number of 1 or more (the \"next\" link of a page gives it)",
+                        "before");
+  }
+  if (req.has_param("limit")) {
+    const std::int64_t n = parse_int_or(req.get_param_value("limit"), 0);
+    if (n < 1 || n > 1000)
+      return send_error(res, 400, "invalid_query", "limit must be a whole number from 1 to 1000", "limit");
+    f.limit = static_cast<int>(n);
+  }
   if (req.has_param("who")) f.who = req.get_param_value("who");
-  if (f.limit < 1 || f.limit > 1000 || f.before_id < 1)
-    return send_error(res, 400, "invalid_query", "limit must be 1 to 1000 and before a positive id");
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   auto log = (*lease)->audit_log(f);

@@ -2,6 +2,7 @@
 // /api/boards/{version}, /api/routes, and POST /api/board/baselines, which
 // queues a measurement of each board kernel's eager baseline.
 #include <charconv>
+#include <climits>
 #include <fstream>
 #include <regex>
 
@@ -145,6 +146,16 @@ void Api::post_board_status(const httplib::Request& req, httplib::Response& res)
   if (!in_force) return send_error(res, 500, "board", in_force.error().message);
   int version = 0;
   if (const auto& v = body->value("version", nlohmann::json()); v.is_number_integer()) {
+    // Range first: get<int> would cut 4294967297 down to 1 and set another board's status.
+    const bool in_range = v.is_number_unsigned()
+                              ? v.get<std::uint64_t>() >= 1 && v.get<std::uint64_t>() <= INT_MAX
+                              : v.get<std::int64_t>() >= 1 && v.get<std::int64_t>() <= INT_MAX;
+    if (!in_range)
+      return send_error(res, 400, "invalid_field",
+                        fmt::format("version {} is no board version: versions are whole numbers from 1 to 2147483647 "
+                                    "(leave it out for the board in force)",
+                                    v.dump()),
+                        "version");
     version = v.get<int>();
     auto known = board::rules_of_version(repo, version);
     if (!known || !*known)
@@ -178,16 +189,26 @@ void Api::post_board_checks(const httplib::Request& req, httplib::Response& res)
   if (!c.is_string() || !std::regex_match(c.get<std::string>(), kCommit))
     return send_error(res, 400, "invalid_field", "commit must be a full commit id (40 hex digits) of kernel_data",
                       "commit");
-  auto before = board::rules_in_force(repo);
-  auto approved = board::approve_rules(repo, c.get<std::string>());
-  if (!approved) return send_error(res, 422, "invalid_rules", approved.error().message, "commit");
+  // The audit trail must be reachable before the tag moves: a move it cannot record is refused.
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   (*lease)->set_actor(caller->actor());
-  (void)(*lease)->append_audit("board.checks", "refs/tags/checks",
-                               {{"from", before && *before ? nlohmann::json((*before)->commit) : nlohmann::json()},
-                                {"to", approved->commit},
-                                {"version", approved->version}});
+  auto before = board::rules_in_force(repo);
+  auto approved = board::approve_rules(repo, c.get<std::string>());
+  if (!approved) return send_error(res, 422, "invalid_rules", approved.error().message, "commit");
+  auto audited = (*lease)->append_audit("board.checks", "refs/tags/checks",
+                                        {{"from", before && *before ? nlohmann::json((*before)->commit) : nlohmann::json()},
+                                         {"to", approved->commit},
+                                         {"version", approved->version}});
+  if (!audited) {
+    // Put the tag back where it was, so no approval stands unrecorded.
+    std::string undo = "there was no earlier approval to restore: remove refs/tags/checks by hand";
+    if (before && *before)
+      undo = repo.set_ref("refs/tags/checks", (*before)->commit) ? "the checks tag is back at " + (*before)->commit
+                                                                 : "the checks tag could not be restored";
+    return send_error(res, 500, "audit", "the approval could not be written to the audit trail (" +
+                                             audited.error().message + "); " + undo + ". Try again.");
+  }
   send_json(res, 200, {{"commit", approved->commit}, {"version", approved->version}, {"status", approved->status},
                        {"kernels", approved->kernels}});
 }

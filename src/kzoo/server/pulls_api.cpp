@@ -54,6 +54,34 @@ std::int64_t id_of(const httplib::Request& req) {
   }
 }
 
+// Why `v` cannot be stored as text that people read again later (a comment,
+// a close reason), or "" when it can: a string of `min`-`max` bytes of UTF-8
+// with no control character but tab and line feed. Those texts reach other
+// people's terminals (`kzoo pull`) and pages: ESC would start an escape
+// sequence there, CR rewrite the line they see, NUL cut it short.
+std::string text_problem(const json& v, std::size_t min, std::size_t max) {
+  if (!v.is_string()) return fmt::format("is {}, not a string", v.type_name());
+  const auto& s = v.get_ref<const std::string&>();
+  if (s.size() < min || s.size() > max) return fmt::format("is {} bytes long", s.size());
+  if (auto p = format::find_invalid_utf8(s))
+    return fmt::format("is not UTF-8 (byte 0x{:02X} at line {}, column {})", static_cast<unsigned char>(s[p->offset]),
+                       p->line, p->column);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    unsigned cp = c;
+    if (c == 0xC2 && i + 1 < s.size()) cp = static_cast<unsigned char>(s[i + 1]);  // C2 xx is U+00xx (valid UTF-8)
+    const bool c0 = (c < 0x20 && c != '\t' && c != '\n') || c == 0x7F;
+    const bool c1 = c == 0xC2 && cp <= 0x9F;
+    if (c0 || c1) {
+      auto p = format::position_of(s, i);
+      return fmt::format("holds the control character U+{:04X} at line {}, column {}", cp, p.line, p.column);
+    }
+  }
+  return "";
+}
+
+constexpr const char* kTextRule = "UTF-8 text, with tabs and line breaks (\\n) but no other control characters";
+
 void state_error(httplib::Response& res, const store::StateError& e) {
   const char* code = e.kind == store::StateError::not_found     ? "unknown_pull"
                      : e.kind == store::StateError::wrong_state ? "decided"
@@ -127,8 +155,9 @@ void Api::post_pull_decision(const httplib::Request& req, httplib::Response& res
     if (!body || !body->is_object())
       return send_error(res, 400, "invalid_body", body ? "the body must be a JSON object" : to_string(body.error()));
     const json& w = body->value("why", json(""));
-    if (!w.is_string() || w.get<std::string>().size() > 1000 || format::find_invalid_utf8(w.get<std::string>()))
-      return send_error(res, 400, "invalid_field", "why must be a UTF-8 string of at most 1000 bytes", "why");
+    if (auto problem = text_problem(w, 0, 1000); !problem.empty())
+      return send_error(res, 400, "invalid_field",
+                        fmt::format("why {}: a close reason is at most 1000 bytes of {}", problem, kTextRule), "why");
     why = w.get<std::string>();
     if (why.empty()) why = fmt::format("pull request closed by {}", c->who->user);
   }
@@ -167,9 +196,9 @@ void Api::post_pull_comment(const httplib::Request& req, httplib::Response& res)
     return send_error(res, 400, "invalid_body",
                       body ? "the body must be a JSON object {\"body\", \"kind\"}" : to_string(body.error()));
   const json& text = body->value("body", json());
-  if (!text.is_string() || text.get<std::string>().empty() || text.get<std::string>().size() > 10000 ||
-      format::find_invalid_utf8(text.get<std::string>()))
-    return send_error(res, 400, "invalid_field", "body must be 1-10000 bytes of UTF-8 text", "body");
+  if (auto problem = text_problem(text, 1, 10000); !problem.empty())
+    return send_error(res, 400, "invalid_field", fmt::format("body {}: a comment is 1-10000 bytes of {}", problem, kTextRule),
+                      "body");
   const json& kind = body->value("kind", json("comment"));
   auto k = kind.is_string() ? store::parse_review_kind(kind.get<std::string>()) : std::nullopt;
   if (!k) return send_error(res, 400, "invalid_field", "kind must be comment, approve or request_changes", "kind");

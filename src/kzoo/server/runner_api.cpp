@@ -4,6 +4,7 @@
 // is a runner's (access::Action::runner_work) and that its holder owns the
 // job's lease: a runner's lease owner is "<token id>/<worker id>", so a runner
 // token can act only on the jobs it claimed itself.
+#include <charconv>
 #include <fstream>
 #include <regex>
 
@@ -75,9 +76,20 @@ std::optional<RunnerCall> gate(Api& api, const httplib::Request& req, httplib::R
   return call;
 }
 
-int lease_of(const json& body) {
+// The lease a claim or heartbeat asks for (120 s when left out); nullopt
+// (res filled) when it is not 1-86400 whole seconds. Checked here, as a
+// 64-bit number: get<int> would cut 4294967356 down to a lease of 60 s.
+std::optional<int> lease_of(const json& body, httplib::Response& res) {
   const auto& l = body.value("lease_seconds", json(120));
-  return l.is_number_integer() ? l.get<int>() : -1;
+  const bool ok = l.is_number_unsigned()  ? l.get<std::uint64_t>() >= 1 && l.get<std::uint64_t>() <= 86400
+                  : l.is_number_integer() ? l.get<std::int64_t>() >= 1 && l.get<std::int64_t>() <= 86400
+                                          : false;
+  if (ok) return l.get<int>();
+  send_error(res, 400, "invalid_field",
+             fmt::format("lease_seconds {} is not a whole number of seconds from 1 to 86400 (leave it out for 120)",
+                         l.is_number() ? l.dump() : std::string(l.type_name())),
+             "lease_seconds");
+  return std::nullopt;
 }
 
 package::PackageTree src_of(const package::PackageTree& tree) {
@@ -107,8 +119,10 @@ void state_refusal(httplib::Response& res, const store::StateError& e) {
 
 void Api::runner_claim(const httplib::Request& req, httplib::Response& res) {
   RUNNER_GATE(false);
+  auto seconds = lease_of(call->body, res);
+  if (!seconds) return;
   (void)(*lease)->requeue_expired((*lease)->now());  // a runner that vanished gives its jobs back here
-  auto j = (*lease)->claim_job(call->owner, lease_of(call->body));
+  auto j = (*lease)->claim_job(call->owner, *seconds);
   if (!j) return state_refusal(res, j.error());
   if (!*j) {
     res.status = 204;
@@ -126,7 +140,9 @@ void Api::runner_claim(const httplib::Request& req, httplib::Response& res) {
 
 void Api::runner_heartbeat(const httplib::Request& req, httplib::Response& res) {
   RUNNER_GATE(true);
-  auto j = (*lease)->heartbeat(call->job->id, call->owner, lease_of(call->body));
+  auto seconds = lease_of(call->body, res);
+  if (!seconds) return;
+  auto j = (*lease)->heartbeat(call->job->id, call->owner, *seconds);
   if (!j) return state_refusal(res, j.error());
   send_json(res, 200, {{"job", worker::job_to_json(*j)}});
 }
@@ -181,7 +197,14 @@ void Api::runner_recovery(const httplib::Request& req, httplib::Response& res) {
   auto s = (*lease)->get_submission(call->job->submission_id);
   if (!s) return state_refusal(res, s.error());
   std::size_t scan = 200;
-  if (req.has_param("scan")) scan = std::clamp<std::size_t>(std::strtoull(req.get_param_value("scan").c_str(), nullptr, 10), 1, 10000);
+  if (req.has_param("scan")) {
+    // Parsed whole: strtoull read "abc" as 0 (then 1) and "-5" as 2^64-5 (then 10000).
+    const std::string v = req.get_param_value("scan");
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), scan);
+    if (ec != std::errc() || end != v.data() + v.size() || scan < 1 || scan > 10000)
+      return send_error(res, 400, "invalid_query",
+                        "scan must be a whole number of commits from 1 to 10000 (leave it out for 200)", "scan");
+  }
   auto r = worker::direct_over(**lease, repo)->recover(s->kernel_id, call->job->id, scan);
   if (!r) return send_error(res, 500, "repository", r.error().message);
   send_json(res, 200, {{"commit", r->commit}, {"verdict", r->verdict}});
@@ -209,8 +232,12 @@ void Api::runner_evidence(const httplib::Request& req, httplib::Response& res) {
     files[name] = std::move(*bytes);
   }
   const auto& m = call->body.value("message", json(""));
+  if (!m.is_string())
+    return send_error(res, 400, "invalid_field",
+                      fmt::format("\"message\" is {}: the evidence commit's message is a string", m.type_name()),
+                      "message");
   auto commit = worker::direct_over(**lease, repo)->record_evidence(call->job->id, call->owner, files,
-                                                                     m.is_string() ? m.get<std::string>() : "");
+                                                                     m.get<std::string>());
   if (!commit) return send_error(res, 500, "repository", commit.error().message);
   (void)(*lease)->append_audit("repo.evidence", fmt::format("job/{}", call->job->id), {{"commit", *commit}});
   send_json(res, 200, {{"commit", *commit}});
@@ -226,6 +253,13 @@ void Api::runner_accept(const httplib::Request& req, httplib::Response& res) {
     return send_error(res, 400, "invalid_field", "measured_at and evidence_commit must be commit ids (40 hex digits)");
   if (message.empty() || !b.contains("benchmark_output") || !b["benchmark_output"].is_object())
     return send_error(res, 400, "invalid_field", "an accept needs a message and the benchmark_output document");
+  // The commit's author: {"name": text}, the submitter's name when left out.
+  const json& author = b.value("author", json::object());
+  if (!author.is_object() || (author.contains("name") && !author["name"].is_string()))
+    return send_error(res, 400, "invalid_field",
+                      fmt::format("author is {}{}: it is {{\"name\": text}}, or left out for the submitter",
+                                  author.type_name(), author.is_object() ? " with a name that is no string" : ""),
+                      "author");
   auto s = (*lease)->get_submission(call->job->submission_id);
   if (!s) return state_refusal(res, s.error());
   // The source that lands is the stored upload's, never bytes the runner sends.
@@ -246,8 +280,7 @@ void Api::runner_accept(const httplib::Request& req, httplib::Response& res) {
   ar.evidence_commit = evidence;
   ar.now_iso = worker::utc_now_iso();
   ar.message = message;
-  const json& author = b.value("author", json::object());
-  ar.author = {author.is_object() ? author.value("name", s->submitter_id) : s->submitter_id, ""};
+  ar.author = {author.value("name", s->submitter_id), ""};
   ar.measured_at = measured_at;
   const json& adopt = b.value("adopt", json(false));
   if (!adopt.is_boolean()) return send_error(res, 400, "invalid_field", "adopt must be true or false", "adopt");

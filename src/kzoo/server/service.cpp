@@ -25,8 +25,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Request bodies other than uploads: the API takes none.
+// Bodies of routes that read none (a release, a merge): anything past this is not ours.
 constexpr std::size_t kSmallBodyCap = 1024;
+// The JSON bodies people write (pull request comments and close reasons,
+// route merges, board decisions): a comment holds up to 10000 bytes of text,
+// and a client may send each character as a six-byte \u escape. The
+// handlers' own parse cap is the same.
+constexpr std::size_t kJsonBodyCap = 64 * 1024;
 // What a runner posts: evidence files (base64) and result documents.
 constexpr std::size_t kRunnerBodyCap = 32u << 20;
 // Multipart framing and the text fields beside the package file.
@@ -58,7 +63,21 @@ std::size_t body_cap(const ServerConfig& cfg, const std::string& method, const s
   if (method == "POST" && path == "/api/submissions") return cfg.max_upload_bytes + kMultipartOverhead;
   // A runner's evidence (benchmark output, stderr log, base64) and results.
   if (method == "POST" && path.starts_with("/api/runner/")) return kRunnerBodyCap;
+  if (method == "POST" && (path.starts_with("/api/pulls/") || path.starts_with("/api/routes/") ||
+                           path.starts_with("/api/board/")))
+    return kJsonBodyCap;
   return kSmallBodyCap;
+}
+
+// What a refused body may hold instead, where people write it.
+std::string cap_hint(const ServerConfig& cfg, const std::string& path) {
+  if (path == "/api/submissions")
+    return fmt::format(" (package files are capped at {} bytes; keep sources only)", cfg.max_upload_bytes);
+  if (path.starts_with("/api/pulls/") && path.ends_with("/comments"))
+    return " (a comment's \"body\" is 1-10000 bytes of text: shorten it, or link to a longer text)";
+  if (path.starts_with("/api/pulls/") && path.ends_with("/close"))
+    return " (a close reason, \"why\", is at most 1000 bytes)";
+  return "";
 }
 
 // The checks every request passes before its body is read. Returns 0 when
@@ -98,9 +117,7 @@ int refuse_before_body(const ServerConfig& cfg, const httplib::Request& req, htt
   if (n > cap) {
     send_error(res, 413, "too_large",
                fmt::format("the body of {} bytes is over this route's cap of {} bytes{}", n, cap,
-                           is_upload ? " (package files are capped at " + std::to_string(cfg.max_upload_bytes) +
-                                           " bytes; keep sources only)"
-                                     : ""));
+                           cap_hint(cfg, req.path)));
     return 413;
   }
   return 0;

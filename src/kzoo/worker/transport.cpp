@@ -223,7 +223,9 @@ json completion_to_json(const store::Completion& c) {
 Result<store::Completion> completion_from_json(const json& j) {
   if (!j.is_object()) return fail("a completion is a JSON object");
   store::Completion c;
-  const std::string o = j.value("outcome", "");
+  const json& oj = j.value("outcome", json(""));
+  if (!oj.is_string()) return fail(fmt::format("outcome is {}, not accepted, rejected or failed", oj.type_name()));
+  const std::string o = oj.get<std::string>();
   if (o == "accepted") c.outcome = store::Outcome::accepted;
   else if (o == "rejected") c.outcome = store::Outcome::rejected;
   else if (o == "failed") c.outcome = store::Outcome::failed;
