@@ -31,6 +31,7 @@ def main(argv=None):
     from . import entry, task as taskmod
     entry.harden_judge()
     secret = entry.read_secret()
+    verdict_fd = entry.take_verdict_fd()
     try:
         task = taskmod.load(args.task)
         cases = entry.cases_from_workload(task, args.workload)
@@ -42,8 +43,9 @@ def main(argv=None):
     opts = {k: v for k, v in (("iterations", args.iterations), ("warmup", args.warmup), ("trials", args.trials)) if v is not None}
     if args.incumbent:
         opts["incumbent_src"] = os.path.abspath(args.incumbent)
-    doc = entry.run_judge(task, cases, secret, device, os.path.abspath(args.module_dir), opts, args.kernel_id, args.runner_id)
-    return entry.emit(doc, secret)
+    doc = entry.run_judge(task, cases, secret, device, os.path.abspath(args.module_dir), opts, args.kernel_id, args.runner_id,
+                          args.task)
+    return entry.emit(doc, secret, verdict_fd)
 
 
 if __name__ == "__main__":

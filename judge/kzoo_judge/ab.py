@@ -102,45 +102,41 @@ class Incumbent:
         self.results[case.id] = res
         inc_overhead = self.overheads.get(j._dims_key(dims), timing.Overhead())
 
-        def submission(labels):
-            other = self.child if self.usable() else None
-            if other is not None:
-                other.stop()  # the incumbent sleeps while the submission is timed
-            try:
-                return j._batch(dims, labels, "timed", verdicts.append)
-            finally:
-                if other is not None:
-                    other.cont()
+        # While one side runs, the other -- and every process either left behind -- is stopped
+        # (Judge._batch, freezer.py).
+        def submission(labels, checked):
+            return j._batch(dims, labels, "timed", verdicts.append, checked=checked)
 
-        def incumbent(labels):
+        def incumbent(labels, checked):
             if res["status"] not in ("ok", "incorrect") or not self.usable():
                 return None
             wrong = []
-            j.child.stop()  # and the submission sleeps while the incumbent is timed
             try:
-                out = j._batch(dims, labels, "timed", lambda v: None, child=self.child, lenient=wrong)
+                out = j._batch(dims, labels, "timed", lambda v: None, child=self.child, lenient=wrong, checked=checked)
             except (CaseFailure, ChildFailure) as e:
                 res["status"] = getattr(e, "status", None) or ("timeout" if getattr(e, "kind", "") == "timeout" else "error")
                 res["messages"].append("the incumbent failed: %s" % e)
                 self._lose("the incumbent failed in case %s: %s" % (case.id, e))
                 return None
-            finally:
-                j.child.cont()
             if wrong:
                 if res["status"] == "ok":
                     res["messages"].append("the incumbent is incorrect: %s" % wrong[0])
                 res["status"] = "incorrect"
             return out
 
+        warm = j.checked_calls(case, "warmup", j.opt.warmup)
+        timed = j.checked_calls(case, "timed", j.opt.iterations)
+
         def pair(kind, start, n, index, attempt=0):
             labels = timing.timed_labels(case.id, start, n, attempt) if kind == "timed" else \
                 [(kind, case.id, start + k) for k in range(n)]
+            checked = timing.in_batch(timed if kind == "timed" else warm, start, n)
             if index % 2 == 0:
-                a = submission(labels)
-                b = incumbent(labels)
+                a = submission(labels, checked)
+                b = incumbent(labels, checked)
             else:
-                b = incumbent(labels)
-                a = submission(labels)
+                b = incumbent(labels, checked)
+                a = submission(labels, checked)
             return a, b
 
         done = 0

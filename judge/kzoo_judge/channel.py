@@ -21,7 +21,7 @@ import torch.multiprocessing as tmp
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
-from . import bell
+from . import bell, freezer
 from .spin import spin_until
 
 _REBUILDERS = {
@@ -110,7 +110,9 @@ def _scrubbed_env(extra_path, cpu=None):
 
 
 class Child:
-    def __init__(self, workdir, device, l2_bytes, setup_timeout=300.0):
+    def __init__(self, workdir, device, l2_bytes, setup_timeout=300.0, wait=True):
+        """Spawns the child; with wait=False the caller calls finish_setup() later, so that
+        several children import torch and bring up CUDA at the same time (seconds each)."""
         tmp.set_sharing_strategy("file_system")
         a, b = socket.socketpair()
         judge_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -122,25 +124,37 @@ class Child:
             stderr=sys.stderr.fileno(), env=_scrubbed_env(judge_root, timing_cpu() if device == "cpu" else None), cwd=workdir,
             start_new_session=True, close_fds=True)
         b.close()
+        freezer.SPAWNED.add(self.proc.pid)
         self.conn = Connection(a.detach())
-        self.stopped = False
         self.device = device
         self.arrived_ns = None
-        r = self.request(("setup", device, l2_bytes), setup_timeout)
-        if r[0] != "ok":
-            raise ChildFailure("protocol", "child setup failed: %s" % (r[1:],))
-        # cycles of torch.cuda._sleep per microsecond, measured before any submitted code ran
-        self.sleep_rate = float((r[1] or {}).get("sleep_cycles_per_us", 0.0)) if isinstance(r[1], dict) else 0.0
         self.pid = self.proc.pid
+        self.sleep_rate = 0.0
+        self._setup_timeout = setup_timeout
+        self.send(("setup", device, l2_bytes))
+        self._set_up = False
         self.in_arena = None
         self.out_arena = None
         self.out_shadow = None
-        self.bell = None  # CPU: the doorbell of paced timed calls (bell.py), made with the arenas
+        self.bell = None  # the doorbell of paced timed calls (bell.py), made with the arenas
         self.bell_seq = 0
         # Per timed shape (Judge._dims_key): the least stream-to-device tails of the judge-owned
         # calibration calls, by their length (Judge._calibrate, timing.TailFloors); a shape not
         # calibrated in this child gets the device-wide window.
         self.tail_floors = {}
+        if wait:
+            self.finish_setup()
+
+    def finish_setup(self):
+        """The reply to "setup": the child is up (torch imported, the device initialised)."""
+        if self._set_up:
+            return
+        r = self.recv(self._setup_timeout)
+        if r[0] != "ok":
+            raise ChildFailure("protocol", "child setup failed: %s" % (r[1:],))
+        # cycles of torch.cuda._sleep per microsecond, measured before any submitted code ran
+        self.sleep_rate = float((r[1] or {}).get("sleep_cycles_per_us", 0.0)) if isinstance(r[1], dict) else 0.0
+        self._set_up = True
 
     def arenas(self, in_bytes, out_bytes):
         """CPU: make sure this child's input and output arenas (arena.py) hold at least
@@ -167,14 +181,21 @@ class Child:
 
     def device_out_arena(self, out_bytes):
         """GPU: this child's output arena (arena.new_on_device) of at least `out_bytes`, handed
-        over once per size. The child copies each call's outputs into it after the call's
-        window and drops its own tensors (Harness.go)."""
+        over once per size, with the doorbell of its paced calls (bell.py). The child copies each
+        call's outputs into it after the call's window and drops its own tensors (Harness.go).
+        The judge's shadow of the arena, as on the CPU: the slot of each timed call it checks is
+        copied out the moment the call is over (Judge._copy_slot), so what the child writes into
+        the arena later is never read."""
         from . import arena
         if self.out_arena is not None and self.out_arena.numel() >= out_bytes:
             return self.out_arena
-        self.out_arena = None  # the old one goes before the new one is made: device memory is the limit
+        # the old ones go before the new ones are made: device memory is the limit
+        self.out_arena = self.out_shadow = None
         self.out_arena = arena.new_on_device(out_bytes)
-        r = self.request(("arena", None, self.out_arena), 60)
+        self.out_shadow = torch.empty_like(self.out_arena)
+        if self.bell is None:
+            self.bell = bell.Bell(bell.new())
+        r = self.request(("arena", None, self.out_arena, self.bell.words), 60)
         if r[0] != "ok":
             raise ChildFailure("protocol", "the child refused its arena: %s" % (r[1:],))
         return self.out_arena
@@ -233,38 +254,9 @@ class Child:
             return "the child was killed by signal %d %s" % (-code, when)
         return "the child exited with code %d %s (os._exit or sys.exit in the submission?)" % (code, when)
 
-    # --- freezing the child while its outputs are read -----------------------
-    def stop(self, timeout=10.0):
-        """SIGSTOP the child's process group and wait until the child is really stopped."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGSTOP)
-        except ProcessLookupError:
-            return
-        self.stopped = True
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                with open("/proc/%d/stat" % self.proc.pid) as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                return
-            if state in ("T", "t", "Z", "X"):
-                return
-            time.sleep(0.0005)
-        raise ChildFailure("timeout", "the child did not stop within %.0f s of SIGSTOP" % timeout)
-
-    def cont(self):
-        if self.stopped:
-            try:
-                os.killpg(self.proc.pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-            self.stopped = False
-
     def close(self):
         try:
             if self.proc.poll() is None:
-                self.cont()
                 try:
                     self.send(("exit",))
                     self.proc.wait(timeout=10)
@@ -280,6 +272,7 @@ class Child:
             pass
         try:
             self.proc.wait(timeout=10)
+            freezer.SPAWNED.discard(self.proc.pid)
         except subprocess.TimeoutExpired:
             pass
         try:

@@ -16,6 +16,13 @@ Measures (the number compared with grading.tolerance.value):
   row_pass-quantile of the row errors;
 - exact: bitwise equality (NaN positions must be NaN on both sides); the
   measure is the fraction of differing elements.
+
+Beside the comparator, an elementwise bound (the board's guardrail, "within
+atol and rtol, per element"): with `bound=(atol, rtol)` every finite element
+must keep |out - exp| <= atol + rtol * |exp|. `bound_ratio` is the largest
+|out - exp| / (atol + rtol * |exp|) (<= 1 holds it) and `worst` names the
+element where it was reached (index, output value, expected value). Not
+applied with the exact comparator, which is stricter.
 """
 
 import math
@@ -26,11 +33,14 @@ from . import dtypes
 
 
 class Verdict:
-    def __init__(self, ok, error_rel, error_abs_max, reason=""):
+    def __init__(self, ok, error_rel, error_abs_max, reason="", bound_ratio=None, worst=None):
         self.ok = ok
         self.error_rel = error_rel
         self.error_abs_max = error_abs_max
         self.reason = reason
+        self.bound_ratio = bound_ratio  # largest |out - exp| / (atol + rtol |exp|); None: no bound
+        self.worst = worst  # {"output", "index", "out", "expected"} of the element farthest outside, or None
+        self.shape = None  # the dims the call ran at (set by the judge)
 
     def __repr__(self):
         return "Verdict(ok=%r, rel=%r, abs=%r, %r)" % (self.ok, self.error_rel, self.error_abs_max, self.reason)
@@ -125,13 +135,30 @@ def _compare_exact(o, e, spec):
     return n, absmax
 
 
-def _compare_values(o, e, spec, rowwise):
+class _Worst:
+    """The element farthest outside the elementwise bound, over chunks."""
+
+    def __init__(self):
+        self.ratio, self.flat, self.out, self.exp = 0.0, None, None, None
+
+    def take(self, d, of, ef, start, bound):
+        atol, rtol = bound
+        r = d.abs() / (atol + rtol * ef.abs())
+        k = int(torch.argmax(r))
+        v = float(r[k])
+        if v > self.ratio or self.flat is None:
+            self.ratio, self.flat, self.out, self.exp = v, start + k, float(of[k]), float(ef[k])
+
+
+def _compare_values(o, e, spec, rowwise, bound=None):
     """Over the whole tensors, chunk by chunk: (reason or None, absmax, sum of squared
-    differences, sum of squared expected values, per-row errors when rowwise)."""
+    differences, sum of squared expected values, per-row errors when rowwise, the worst
+    element against `bound` (a _Worst) or None)."""
     fmt = spec.dtype
     cols = e.shape[-1] if e.dim() >= 1 else 1
     absmax, dd, ee, row_errs = 0.0, 0.0, 0.0, []
     mismatches, first = 0, None
+    worst = _Worst() if bound is not None else None
     for oc, ec, start in _chunks(o, e, cols):
         of, ef = _as_f64(oc, fmt), _as_f64(ec, fmt)
         fin = torch.isfinite(ef)
@@ -148,6 +175,8 @@ def _compare_values(o, e, spec, rowwise):
             ez = torch.where(fin, ef, torch.zeros_like(ef))
         if d.numel():
             absmax = max(absmax, float(d.abs().max()))
+            if worst is not None:
+                worst.take(d, of, ef, start, bound)
         if rowwise:
             if cols == 0 or d.numel() == 0:
                 continue
@@ -161,16 +190,20 @@ def _compare_values(o, e, spec, rowwise):
     if mismatches:
         where = _unravel(first, list(e.shape)) if e.dim() else []
         return ("output %r: NaN/Inf pattern differs from the reference at %d positions (first at index %s)"
-                % (spec.name, mismatches, where)), math.inf, dd, ee, row_errs
-    return None, absmax, dd, ee, row_errs
+                % (spec.name, mismatches, where)), math.inf, dd, ee, row_errs, worst
+    return None, absmax, dd, ee, row_errs, worst
 
 
-def compare(outs, exps, specs, comparator, tolerance, row_pass=1.0, device=None, strict_dtype=True):
-    """Verdict for outputs `outs` against expected `exps` (lists in the same order)."""
+def compare(outs, exps, specs, comparator, tolerance, row_pass=1.0, device=None, strict_dtype=True, bound=None):
+    """Verdict for outputs `outs` against expected `exps` (lists in the same order); with
+    `bound` = (atol, rtol), every element is also held to atol + rtol * |expected|."""
     if len(outs) != len(exps):
         return Verdict(False, math.inf, math.inf, "returned %d outputs, expected %d" % (len(outs), len(exps)))
     worst_rel, worst_abs = 0.0, 0.0
     reasons = []
+    if comparator == "exact":
+        bound = None
+    bound_ratio, worst_doc = (0.0 if bound is not None else None), None
     for o, e, spec in zip(outs, exps, specs):
         why = structure(o, e, repr(spec.name), device, strict_dtype)
         if why:
@@ -182,10 +215,14 @@ def compare(outs, exps, specs, comparator, tolerance, row_pass=1.0, device=None,
             if n:
                 reasons.append("output %r differs from the exact expected value in %d of %d elements" % (spec.name, n, o.numel()))
             continue
-        why, absmax, dd, ee, row_errs = _compare_values(o, e, spec, comparator == "rowwise")
+        why, absmax, dd, ee, row_errs, worst = _compare_values(o, e, spec, comparator == "rowwise", bound)
         if why:
             return Verdict(False, math.inf, math.inf, why)
         worst_abs = max(worst_abs, absmax)
+        if worst is not None and worst.flat is not None and (worst_doc is None or worst.ratio > bound_ratio):
+            bound_ratio = worst.ratio
+            worst_doc = {"output": spec.name, "index": _unravel(worst.flat, list(e.shape)) if e.dim() else [],
+                         "out": worst.out, "expected": worst.exp}
         if comparator == "rowwise":
             if not row_errs:
                 continue
@@ -204,7 +241,13 @@ def compare(outs, exps, specs, comparator, tolerance, row_pass=1.0, device=None,
             reasons.append("output %r: relative Frobenius error %.3e exceeds %g" % (spec.name, rel, tolerance))
     if comparator == "exact" and tolerance > 0 and worst_rel <= tolerance:
         reasons = []  # a task may allow a small fraction of differing elements
-    return Verdict(not reasons, worst_rel, worst_abs, "; ".join(reasons))
+    if bound_ratio is not None and not bound_ratio <= 1.0:
+        w = worst_doc
+        reasons.append("output %r at index %s is %.6g where the reference has %.6g: |difference| %.3g exceeds "
+                       "atol %g + rtol %g x |reference| = %.3g (the board's elementwise bound; %.2fx over)"
+                       % (w["output"], w["index"], w["out"], w["expected"], abs(w["out"] - w["expected"]), bound[0], bound[1],
+                          bound[0] + bound[1] * abs(w["expected"]), bound_ratio))
+    return Verdict(not reasons, worst_rel, worst_abs, "; ".join(reasons), bound_ratio, worst_doc)
 
 
 def measure(outs, exps, specs, comparator, row_pass=1.0):

@@ -28,6 +28,21 @@ def harden_judge():
         print("kzoo-judge: warning: cannot make the judge non-dumpable: %s" % e, file=sys.stderr)
 
 
+def take_verdict_fd():
+    """The verdict channel (KZOO_VERDICT_FD, a pipe the runner reads after the run), taken
+    before any child is started: removed from the environment and made non-inheritable, so
+    no child can write on it. None when the judge runs without a runner (the CLI)."""
+    fd = os.environ.pop("KZOO_VERDICT_FD", None)
+    if fd is None:
+        return None
+    try:
+        n = int(fd)
+        os.set_inheritable(n, False)
+        return n
+    except (ValueError, OSError) as e:
+        raise SystemExit("kzoo-judge: KZOO_VERDICT_FD=%s is not an open descriptor: %s" % (fd, e))
+
+
 def read_secret():
     """The seed from KZOO_SEED_FD (hex; the fd is closed), else a random one with a warning."""
     fd = os.environ.pop("KZOO_SEED_FD", None)
@@ -93,14 +108,29 @@ def default_device():
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def emit(doc, secret):
-    """The one document on stdout, then the signature as the LAST line of stderr."""
+# The judge's exit status when it failed itself (runner/grade.hpp kJudgeInternalErrorStatus):
+# an infrastructure error that the worker retries, never a verdict on the submission.
+INTERNAL_ERROR_STATUS = 3
+
+
+def emit(doc, secret, verdict_fd=None):
+    """The one document on stdout, then its signature: on the verdict channel when the runner
+    gave one (nothing printed on stderr afterwards -- torch's exit-time warnings, a child's last
+    words -- can then hide it), else as the LAST line of stderr (the CLI). Returns the exit
+    status: 0 accepted, 1 rejected, INTERNAL_ERROR_STATUS when the judge itself failed."""
     data = (json.dumps(doc, indent=2, sort_keys=False) + "\n").encode()
     sys.stderr.flush()
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
-    sys.stderr.write("kzoo-judge-signature: %s\n" % secret.sign(data))
-    sys.stderr.flush()
+    line = "kzoo-judge-signature: %s\n" % secret.sign(data)
+    if verdict_fd is not None:
+        os.write(verdict_fd, line.encode())
+        os.close(verdict_fd)
+    else:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    if doc.get("overall", {}).get("judge_error"):
+        return INTERNAL_ERROR_STATUS
     return 0 if doc["overall"]["accept"] else 1
 
 
@@ -115,7 +145,10 @@ def cases_from_metas(task, metas, only=None):
         dims = task.bind(w, p.get("shape", {}))
         graded = [task.bind(w, s) for s in w.get("graded", [])]
         idx = next((i for i, g in enumerate(graded) if taskmod.same_dims(g, dims)), 0)
-        out.append(Case(m["test_case_id"], wname, dims, m.get("metrics"), idx))
+        tol = m.get("tolerance") if isinstance(m.get("tolerance"), dict) else {}
+        num = lambda v: float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else None  # noqa: E731
+        out.append(Case(m["test_case_id"], wname, dims, m.get("metrics"), idx,
+                        num(tol.get("correctness_atol")), num(tol.get("correctness_rtol"))))
     return out
 
 
@@ -125,14 +158,80 @@ def cases_from_workload(task, workload=None):
     return [Case("%s-%d" % (wname, i), wname, task.bind(w, s), None, i) for i, s in enumerate(w.get("graded", []))]
 
 
-def run_judge(task, cases, secret, device, module_dir, options, kernel_id, runner_id):
+def judge_version():
+    """kzoo_judge.__version__ and the first 12 hex digits of the SHA-256 of its sources."""
+    import hashlib
+    from . import __version__
+    here = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    return "%s+%s" % (__version__, h.hexdigest()[:12])
+
+
+def _driver_version():
+    """The NVIDIA driver's version, from NVML where the judge's Python has it, else the
+    kernel module's own report; None when neither is readable."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try:
+            v = pynvml.nvmlSystemGetDriverVersion()
+            return v.decode() if isinstance(v, bytes) else str(v)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - optional: NVML may be absent or refuse in a sandbox
+        pass
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8", errors="replace") as f:
+            import re
+            m = re.search(r"Kernel Module\s+(?:for \S+\s+)?([0-9][0-9.]+)", f.read())
+            return m.group(1) if m else None
+    except OSError:
+        return None
+
+
+def provenance(device, task_path=None, rules_commit=None):
+    """What produced a result (schemas/benchmark_output.schema.json: provenance)."""
+    import hashlib
+    import platform
+    import re
+    import torch
+    sha = None
+    if task_path:
+        try:
+            with open(task_path, "rb") as f:
+                sha = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            sha = None
+    cuda = device == "cuda" and torch.cuda.is_available()
+    rules = rules_commit if isinstance(rules_commit, str) and re.fullmatch(r"[0-9a-f]{7,64}", rules_commit) else None
+    return {
+        "device": "cuda" if device == "cuda" else "cpu",
+        "gpu_name": torch.cuda.get_device_name(0)[:200] if cuda else None,
+        "driver": (_driver_version() or None) if cuda else None,
+        "cuda": str(torch.version.cuda) if cuda and torch.version.cuda else None,
+        "torch": str(torch.__version__)[:64],
+        "python": platform.python_version(),
+        "judge": judge_version(),
+        "task_sha256": sha,
+        "rules_commit": rules,
+    }
+
+
+def run_judge(task, cases, secret, device, module_dir, options, kernel_id, runner_id, task_path=None):
     from .judge import Judge, Options
-    _, dev_class = device_class()
+    class_name, dev_class = device_class()
     opt = options if isinstance(options, Options) else Options(options, device)
     module_path = os.path.join(module_dir, task.module)
+    rules = (options or {}).get("rules_commit") if isinstance(options, dict) else None
     j = None
     try:
-        j = Judge(task, secret, device, module_path, module_dir, opt, dev_class, l2_bytes(device, dev_class), kernel_id, runner_id)
+        prov = provenance(device, task_path, rules or os.environ.get("KZOO_RULES_COMMIT"))
+        j = Judge(task, secret, device, module_path, module_dir, opt, dev_class, l2_bytes(device, dev_class), kernel_id, runner_id,
+                  device_class_name=class_name, provenance=prov)
         return j.run(cases)
     except Exception as e:  # noqa: BLE001 - the judge still owes the runner one document
         import traceback
@@ -149,7 +248,7 @@ def internal_error_document(cases, kernel_id, runner_id, device, message):
     return {
         "schema_version": "1", "kernel_id": kernel_id, "ran_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "runner_id": runner_id, "arch": arch(device),
-        "overall": {"accept": False, "accept_reason": message, "build_ok": True},
+        "overall": {"accept": False, "accept_reason": message, "build_ok": True, "judge_error": True},
         "cases": [{"test_case_id": c.id, "status": "error", "correct": False, "error_rel": None, "error_abs_max": None,
                    "metrics": {}, "samples": 0, "spread": None, "gates": {}, "message": message} for c in cases],
     }
@@ -159,6 +258,7 @@ def run_package_benchmark(metas, argv=None):
     """benchmark.py's whole job: judge the package in the current workdir, print one document."""
     harden_judge()
     secret = read_secret()
+    verdict_fd = take_verdict_fd()
     argv = sys.argv[1:] if argv is None else argv
     only = None
     if argv:
@@ -170,12 +270,14 @@ def run_package_benchmark(metas, argv=None):
     options = json.loads(os.environ.get("KZOO_OPTIONS") or "{}")
     if options.get("cases") and only is None:
         only = list(options["cases"])
-    task = taskmod.load(os.environ.get("KZOO_TASK") or os.path.join(".kzoo", "task.json"))
+    task_path = os.environ.get("KZOO_TASK") or os.path.join(".kzoo", "task.json")
+    task = taskmod.load(task_path)
     device = default_device()
     cases = cases_from_metas(task, metas, only)
     doc = run_judge(task, cases, secret, device, os.path.join(os.getcwd(), "src"), options,
-                    os.environ.get("KZOO_KERNEL_ID", "unknown"), os.environ.get("KZOO_RUNNER_ID", os.uname().nodename))
-    code = emit(doc, secret)
+                    os.environ.get("KZOO_KERNEL_ID", "unknown"), os.environ.get("KZOO_RUNNER_ID", os.uname().nodename),
+                    task_path)
+    code = emit(doc, secret, verdict_fd)
     sys.exit(code)
 
 
@@ -219,4 +321,31 @@ def build_test_env(metas=None, workdir=None):
         f.write("\n")
     os.replace(tmp, os.path.join(run_dir, "manifest.json"))
     print("kzoo-judge: wrote %s (%d cases)" % (os.path.join(run_dir, "manifest.json"), len(cases)), file=sys.stderr)
+    return run_build_step(w)
+
+
+def run_build_step(w):
+    """The package's own build step, `src/build.py`, when it has one (docs/TASKS.md): run from W
+    with src/ importable, in this step's sandbox (no network, no secret; the runner points every
+    compiler cache into W/.kzoo/run/cache so that benchmark.py finds what it built). A failed
+    build ends the step (SystemExit), which rejects the run with the build's stderr."""
+    script = os.path.join(w, "src", "build.py")
+    if not os.path.isfile(script):
+        return 0
+    import subprocess
+    import time
+    src = os.path.join(w, "src")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    for var in ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME"):
+        if env.get(var):
+            os.makedirs(env[var], exist_ok=True)
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, script], cwd=w, env=env, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
+                       stderr=sys.stderr.fileno())
+    if p.returncode != 0:
+        # Raised, not returned: a harness that ignores build_test_env()'s value still fails the step.
+        raise SystemExit("kzoo-judge: the package's build step (src/build.py) failed with exit status %d after %.1f s"
+                         % (p.returncode, time.monotonic() - t0))
+    print("kzoo-judge: the package's build step (src/build.py) took %.1f s" % (time.monotonic() - t0), file=sys.stderr)
     return 0

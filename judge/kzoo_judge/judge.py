@@ -7,12 +7,13 @@ hands back output tensors, which the judge reads while the child is frozen.
 """
 
 import math
+import os
 import sys
 import time
 
 import torch
 
-from . import ab, arena, channel, compare, dtypes, gates, inputs, reference, spin, timing
+from . import ab, arena, bell, channel, compare, dtypes, freezer, gates, inputs, reference, spin, timing
 from .arena import overlap, span
 from .channel import Child, ChildFailure
 
@@ -43,19 +44,58 @@ class Options:
         # A/B: the incumbent's source folder (W/.kzoo/incumbent/src), timed
         # side by side with the submission (ab.py). None: the submission alone.
         self.incumbent_src = raw.get("incumbent_src") or None
+        # GPU: the device is kept busy this long before each timed call's start event
+        # (child.Harness._pad), so the host's launch overlaps it.
+        self.pad_us = float(raw.get("pad_us", 100.0))
+        # The share of timed calls whose outputs are compared with the reference, chosen by the
+        # secret after the calls ran (never fewer than min_checked per case): every call is
+        # timed, checked for structure and aliasing, and its outputs copied out, but only the
+        # judge knows which ones it compares. Why: on a GPU the reference and the float64
+        # comparison of a graded output cost 10-100x the call itself (a default grade took
+        # 67 s, 26 of them in checks), while moving a median takes wrong outputs in more than
+        # half the calls, which min_checked random checks miss with odds under 2^-min_checked.
+        self.check_share = float(raw.get("check_share", 1.0 if device == "cpu" else 0.1))
+        self.min_checked = int(raw.get("min_checked", 10))
+        # The board's elementwise guardrail (scienceslack.json), when the worker passes it.
+        self.atol = None if raw.get("atol") is None else float(raw["atol"])
+        self.rtol = None if raw.get("rtol") is None else float(raw["rtol"])
         if self.iterations < 1 or self.warmup < 0 or self.trials < 1:
             raise ValueError("KZOO_OPTIONS: iterations >= 1, warmup >= 0, trials >= 1")
+        if not 0.0 < self.check_share <= 1.0 or self.min_checked < 1:
+            raise ValueError("KZOO_OPTIONS: 0 < check_share <= 1, min_checked >= 1")
 
 
 class Case:
     """One graded test case: a workload shape, and the metrics its meta asks for."""
 
-    def __init__(self, test_case_id, workload, dims, metrics=None, graded_index=0):
+    def __init__(self, test_case_id, workload, dims, metrics=None, graded_index=0, atol=None, rtol=None):
         self.id = test_case_id
         self.workload = workload
         self.dims = dims
         self.metrics = metrics  # [{name, unit, direction}] or None for the defaults
         self.graded_index = graded_index
+        # The case's elementwise bound (its meta's correctness_atol / correctness_rtol: the
+        # board's guardrail), held on every compared call; None where it declares none.
+        self.atol = atol
+        self.rtol = rtol
+
+
+def elementwise_bound(cases, options):
+    """(atol, rtol) every compared call is held to, or None. The cases' own (their metas'
+    correctness_atol / correctness_rtol, written with the task and calibrated with it: an fp8
+    output is one rounding step, 0.125, from the reference) win over the options' (the board's
+    rules, passed by the worker); among cases the strictest. Correctness trials serve every
+    case of a workload, so one bound holds for the run."""
+    declared_a = [c.atol for c in cases if c.atol is not None]
+    declared_r = [c.rtol for c in cases if c.rtol is not None]
+    atol = min(declared_a) if declared_a else options.atol
+    rtol = min(declared_r) if declared_r else options.rtol
+    if atol is None and rtol is None:
+        return None
+    atol, rtol = float(atol or 0.0), float(rtol or 0.0)
+    if atol <= 0 and rtol <= 0:
+        return None  # "exactly equal" is the exact comparator's job, not a bound's
+    return atol, rtol
 
 
 def _bits_equal(a, b):
@@ -70,7 +110,7 @@ def _bits_equal(a, b):
 
 class Judge:
     def __init__(self, task, secret, device, module_path, src_dir, options, device_class, l2_bytes,
-                 kernel_id="local", runner_id="local"):
+                 kernel_id="local", runner_id="local", device_class_name=None, provenance=None):
         self.task = task
         self.secret = secret
         self.device = device
@@ -78,6 +118,9 @@ class Judge:
         self.src_dir = src_dir
         self.opt = options
         self.device_class = device_class
+        self.device_class_name = device_class_name
+        self.provenance = provenance
+        self.bound = None  # (atol, rtol) of every compared call (elementwise_bound), set by run()
         self.l2_bytes = l2_bytes
         self.kernel_id = kernel_id
         self.runner_id = runner_id
@@ -88,19 +131,42 @@ class Judge:
         self.build_error = None
         self.retried = 0  # timed batches (or A/B pairs) re-run because the clocks disagreed
         self.phases = timing.Phases(torch.cuda.synchronize if device == "cuda" else None)
-        # CPU: judge and child spin-wait for each other around each timed call when the judge
-        # has a CPU of its own (channel.keep_off_timing_cpu); a GPU call's figure is the
-        # device's, and the judge sleeps while it runs.
-        self.spin_s = spin.SPIN_S if device == "cpu" and channel.keep_off_timing_cpu() else 0.0
+        # Judge and child spin-wait for each other around each timed call (the doorbell,
+        # bell.py) when each has a CPU to spin on: on the CPU the judge keeps off the timing
+        # CPU (channel.keep_off_timing_cpu); on a GPU any two CPUs do. Why on a GPU too: through
+        # the pipe the judge's clock held two pickled crossings and two wake-ups per call, and
+        # honest 500 us calls read 0.59-0.83 of it and were flagged (shared/gpu-runs, main 9c5f355).
+        if device == "cpu":
+            self.spin_s = spin.SPIN_S if channel.keep_off_timing_cpu() else 0.0
+        else:
+            self.spin_s = spin.SPIN_S if len(os.sched_getaffinity(0)) >= 2 else 0.0
         self.ab = ab.Incumbent(self, options.incumbent_src) if options.incumbent_src else None
+        # Containment (freezer.py): the judge adopts the orphans of its descendants, and its own
+        # helpers -- torch's shared-memory manager, started now by a first shared tensor -- are
+        # named before any child exists, so that every later stranger can be stopped.
+        freezer.become_subreaper()
+        import torch.multiprocessing as tmp
+        tmp.set_sharing_strategy("file_system")  # the children's strategy (channel.Child): its manager
+        self._shared_probe = bell.new()
+        self.freezer = freezer.Freezer()
+        self.freezer.adopt_helpers(sides=[])
+        self.quiet_us = None  # GPU: the probe's time on an idle device (_await_quiet_device)
 
     # --- the child -----------------------------------------------------------
     def _start_child(self, cases):
         # The incumbent is imported first, before any submitted code runs, so
         # the submission cannot touch it on its way in.
-        if self.ab is not None:
-            self.ab.ensure(cases)
-        self.child = Child(self.src_dir, self.device, self.l2_bytes)
+        # The submission's child is spawned first and comes up (torch, CUDA: seconds) while the
+        # incumbent's is spawned and loaded; it loads nothing submitted until after that.
+        fresh = Child(self.src_dir, self.device, self.l2_bytes, wait=False)
+        try:
+            if self.ab is not None:
+                self.ab.ensure(cases)
+            fresh.finish_setup()
+        except BaseException:
+            fresh.kill()
+            raise
+        self.child = fresh
         self._calibrate(self.child, cases, self.overheads)
         r = self.child.request(("load", self.module_path, self.task.entry_point, self.src_dir), self.opt.load_timeout_s)
         if r[0] != "ok":
@@ -119,7 +185,7 @@ class Judge:
                          for s, sp in zip(self.task.output_shapes(dims), self.task.outputs)
                          if sp.name not in self.task.in_place]
             samples, tails = [], []
-            trivial = {"out_specs": out_specs, "flush": True}
+            trivial = {"out_specs": out_specs, "flush": True, "pad_us": self.opt.pad_us}
             out_slot = self._arena_bytes(dims, 1)[1]
             for _ in range(3):
                 for n in (2, 8):
@@ -187,6 +253,7 @@ class Judge:
         self._drop_child()
         if self.ab is not None:
             self.ab.drop()
+        self.freezer.kill_all()  # whatever the children left behind (freezer.py)
 
     @staticmethod
     def _dims_key(dims):
@@ -208,11 +275,13 @@ class Judge:
         return d, "timed on the CPU at correctness shape %s (no measure shapes), not the graded shape" % self._dims_key(d)
 
     # --- one batch -------------------------------------------------------------
-    def _batch(self, dims, labels, mode, record, child=None, lenient=None):
-        """Run one batch of input sets in `child` (default: the submission's); verify every output.
-        Returns (child_ns, wall_ns). With `lenient` (a list), an incorrect output found after the
-        batch ran is appended to it instead of raised, so the batch's times still count (A/B: the
-        incumbent's correctness is reported, not required)."""
+    def _batch(self, dims, labels, mode, record, child=None, lenient=None, checked=None):
+        """Run one batch of input sets in `child` (default: the submission's); verify every output
+        for structure and aliasing, and compare those of the calls in `checked` (indices into the
+        batch; None: all) with the reference. Returns (child_ns, wall_ns). With `lenient` (a
+        list), an incorrect output found after the batch ran is appended to it instead of raised,
+        so the batch's times still count (A/B: the incumbent's correctness is reported, not
+        required)."""
         chosen = child or self.child
         seeds = [self.secret.derive(*lab) for lab in labels]
         in_arena, out_arena = self._arenas(chosen, dims, len(seeds))
@@ -228,11 +297,20 @@ class Judge:
             # varies from call to call instead of favouring one child for a whole run.
             return arena.place(in_arena, st, k * in_slot + (seeds[k] % (4096 // arena.ALIGN)) * arena.ALIGN)[0]
 
-        if mode == "timed" and self._paced():
-            sets, stream, tails, outs, wall = self._one_by_one(chosen, len(seeds), make_set, out_slot)
-        else:
-            sets = [make_set(k) for k in range(len(seeds))]
-            stream, tails, outs, wall = self._all_at_once(chosen, sets, mode, dims)
+        # Every other process of the run is stopped while this child runs (freezer.py): the other
+        # side of an A/B run, and anything that left its process group or was orphaned.
+        frozen = self.freezer.freeze(keep=chosen.pid)
+        try:
+            if mode == "timed" and self.device == "cuda":
+                self._await_quiet_device(chosen)
+            if mode == "timed" and self._paced():
+                sets, stream, tails, outs, wall = self._one_by_one(chosen, len(seeds), make_set, out_slot, keep=checked)
+            else:
+                sets = [make_set(k) for k in range(len(seeds))]
+                stream, tails, outs, wall = self._all_at_once(chosen, sets, mode, dims)
+        except BaseException:
+            self.freezer.thaw(frozen)
+            raise
         if mode == "timed":
             self.phases.note("of which timed calls (child's figures)", sum(stream) / 1e9)
             child_ns = timing.window_ns(stream, tails, chosen.tail_floors.get(self._dims_key(dims)))
@@ -241,30 +319,75 @@ class Judge:
         if out_arena is not None:
             # timed (paced) calls: the copies the judge took as each call ended (_one_by_one)
             outs = self._unpack_outputs(chosen.out_shadow if mode == "timed" and self._paced() else out_arena, outs)
-        chosen.stop()
+        # The outputs are read with the whole run stopped, the timed child too.
+        frozen |= self.freezer.freeze(keep=None)
         try:
             with self.phases("checks"):
-                self._verify_batch(dims, seeds, sets, outs, labels, record)
+                self._verify_batch(dims, seeds, sets, outs, labels, record, checked)
         except CaseFailure as e:
             if lenient is None or e.status != "incorrect":
                 raise
             lenient.append(str(e))
         finally:
-            chosen.cont()
+            self.freezer.thaw(frozen)
         return child_ns, wall
+
+    # GPU: how long the device may stay busy with work the judge did not start, every other
+    # process of the run stopped, before a timed batch gives up on it.
+    QUIET_WAIT_S = 5.0
+
+    def _probe_us(self):
+        """The least of three launch-to-completion times of a judge-owned one-element kernel.
+        On an idle device tens of microseconds; while another context has work resident the
+        device time-slices between contexts and the probe waits for its turn."""
+        if not hasattr(self, "_probe_buf"):
+            self._probe_buf = torch.zeros(1, device="cuda")
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter_ns()
+            self._probe_buf.add_(1)
+            torch.cuda.synchronize()
+            best = min(best, (time.perf_counter_ns() - t0) / 1e3)
+        return best
+
+    def _await_quiet_device(self, chosen):
+        """Before a timed GPU batch, with everyone but `chosen` stopped: wait until no other
+        context keeps the device busy. Stopped processes cannot launch, but kernels they queued
+        before they stopped run on, and would slow whichever side is timed now (issue 10's
+        saboteur). A device that stays busy for QUIET_WAIT_S fails the case, saying why."""
+        torch.cuda.synchronize()  # the judge's own work (the last batch's checks) is not a stranger's
+        limit = max(10 * (self.quiet_us or 30.0), 300.0)
+        deadline = time.monotonic() + self.QUIET_WAIT_S
+        waited = 0
+        while True:
+            us = self._probe_us()
+            if us <= limit:
+                if waited:
+                    log("the device was busy with work the judge did not start; quiet after %d probes" % waited)
+                return
+            waited += 1
+            if time.monotonic() > deadline:
+                side = "the incumbent" if self.ab is not None and chosen is self.ab.child else "the submission"
+                raise CaseFailure("error", "the GPU stayed busy for %.0f s with work the judge did not start while every "
+                                  "process but %s's was stopped (a probe kernel took %.0f us, %.0f us when idle): a "
+                                  "helper process or kernels left running keep the device from being timed fairly"
+                                  % (self.QUIET_WAIT_S, side, us, self.quiet_us))
+            time.sleep(0.01)
 
     def _paced(self):
         """Timed batches are handed over one input set per call (_one_by_one), on both devices.
         A method so that a diagnostic can hand them over whole (scripts/gpu/judge_variants.py)."""
         return True
 
-    def _one_by_one(self, chosen, n, make_set, out_slot, go="submission", opts=None):
+    def _one_by_one(self, chosen, n, make_set, out_slot, go="submission", opts=None, keep=None):
         """A timed batch, paced by the judge: one input set per "go", made just before its call,
         so the child never holds a later call's inputs. Why: holding the whole batch, one call
         could compute the batch's outputs and the others return them at once (the median then
         fell to the light calls), or a thread on another CPU could compute ahead while the
-        current call ran. Returns (sets, stream ns, tail ns, outputs, the judge's clock), per call."""
-        opts = opts or {"poison": 0, "flush": True}
+        current call ran. The output slot of each call in `keep` (None: all) is copied into the
+        judge's shadow the moment the call is over. Returns (sets, stream ns, tail ns, outputs,
+        the judge's clock), per call."""
+        opts = opts or {"poison": 0, "flush": True, "pad_us": self.opt.pad_us}
         sets, stream, tails, outs, wall = [], [], [], [], 0
         spin = self.spin_s
         cpu = self.device == "cpu"
@@ -274,8 +397,8 @@ class Judge:
             if not cpu:
                 torch.cuda.synchronize()
             msg = ("go", go, dict(opts, out_offset=k * out_slot))
-            slot = slice(k * out_slot, (k + 1) * out_slot)
-            if cpu and spin > 0 and chosen.bell is not None:
+            slot = slice(k * out_slot, (k + 1) * out_slot) if keep is None or k in keep else None
+            if spin > 0 and chosen.bell is not None:
                 r, clock = self._rung_call(chosen, msg, slot)
             else:
                 t0 = time.perf_counter_ns()
@@ -293,13 +416,15 @@ class Judge:
 
     @staticmethod
     def _copy_slot(chosen, slot):
-        """CPU: one call's output slot, copied out of the shared arena into the judge's shadow
-        the moment the call is over; what the child writes into the arena later is never read."""
-        if chosen.out_shadow is not None:
+        """One call's output slot, copied out of the shared arena into the judge's shadow the
+        moment the call is over; what the child writes into the arena later is never read. On
+        a GPU the copy is the judge's own device work, queued now and finished before the next
+        call starts (the judge synchronises before every "go")."""
+        if slot is not None and chosen.out_shadow is not None:
             chosen.out_shadow[slot].copy_(chosen.out_arena[slot])
 
     def _rung_call(self, chosen, msg, slot):
-        """One paced CPU call started and ended through the doorbell (bell.py); its output slot
+        """One paced call started and ended through the doorbell (bell.py); its output slot
         copied the moment the child says "done", before the reply is read. Returns (the child's
         reply, the judge's clock)."""
         chosen.bell_seq += 1
@@ -404,10 +529,12 @@ class Judge:
             outs.append(views)
         return outs
 
-    def _verify_batch(self, dims, seeds, sets, outs, labels, record):
+    def _verify_batch(self, dims, seeds, sets, outs, labels, record, checked=None):
+        """Every call: its outputs' structure and aliasing. The calls in `checked` (None: all):
+        late writes, read-only inputs, and the outputs against the reference."""
         inplace = [self.task.input_index(n) for n in self.task.in_place]
         nret = len(self.task.returned_outputs())
-        snaps = []
+        compared = [i for i in range(len(sets)) if checked is None or i in checked]
         for i, (st, o) in enumerate(zip(sets, outs)):
             if not isinstance(o, list) or len(o) != nret:
                 raise CaseFailure("incorrect", "call %d returned %d outputs, the task declares %d"
@@ -419,19 +546,20 @@ class Judge:
                 if why:
                     raise CaseFailure("incorrect", "call %d: %s" % (i, why))
             self._check_aliasing(i, st, o, inplace)
-            snaps.append([t.clone() for t in o] + [st[k].clone() for k in inplace])
+        snaps = {i: [t.clone() for t in outs[i]] + [sets[i][k].clone() for k in inplace] for i in compared}
         if self.device == "cuda":
             torch.cuda.synchronize()
         # Anything still writing after "done" (a background thread, a grandchild,
         # a kernel left running on a side stream) shows up as a change here.
         time.sleep(self.opt.grace_ms / 1e3)
-        for i, (st, o) in enumerate(zip(sets, outs)):
-            live = list(o) + [st[k] for k in inplace]
-            for t, s in zip(live, snaps[i]):
-                if not _bits_equal(t, s):
+        for i in compared:
+            live = list(outs[i]) + [sets[i][k] for k in inplace]
+            for t, snap in zip(live, snaps[i]):
+                if not _bits_equal(t, snap):
                     raise CaseFailure("incorrect", "call %d: outputs changed after the child reported done "
                                       "(work finishing late, outside the timed window)" % i)
-        for i, (st, seed) in enumerate(zip(sets, seeds)):
+        for i in compared:
+            st, seed = sets[i], seeds[i]
             with self.phases("inputs"):
                 pristine = inputs.make_inputs(self.task, dims, seed, self.device)
             if self.task.read_only_inputs:
@@ -445,10 +573,12 @@ class Judge:
             except reference.ReferenceError_ as e:
                 raise CaseFailure("error", "reference failed (a task problem, not the submission's): %s" % e)
             v = compare.compare(snaps[i], expected, self.specs, self.task.comparator, self.task.tolerance,
-                                self.task.row_pass)
+                                self.task.row_pass, bound=self.bound)
+            v.shape = dict(dims)
             record(v)
             if not v.ok:
-                raise CaseFailure("incorrect", "%s: %s" % (labels[i][0] + " " + "/".join(str(x) for x in labels[i][1:]), v.reason))
+                raise CaseFailure("incorrect", "%s at shape %s: %s" % (labels[i][0] + " " + "/".join(str(x) for x in labels[i][1:]),
+                                                                     self._dims_key(dims), v.reason))
 
     @staticmethod
     def _tensor_bytes(spec, shape):
@@ -512,17 +642,21 @@ class Judge:
         overhead = self.overheads.get(key, timing.Overhead())
         if self.ab is not None and self.ab.usable():
             return self.ab.timed(case, dims, verdicts, bsize, overhead)
+        warm = self.checked_calls(case, "warmup", self.opt.warmup)
+        timed = self.checked_calls(case, "timed", self.opt.iterations)
         done = 0
         while done < self.opt.warmup:
             n = min(bsize, self.opt.warmup - done)
-            self._batch(dims, [("warmup", case.id, done + k) for k in range(n)], "timed", verdicts.append)
+            self._batch(dims, [("warmup", case.id, done + k) for k in range(n)], "timed", verdicts.append,
+                        checked=timing.in_batch(warm, done, n))
             done += n
         samples, flagged, figures = [], 0, []
         done = 0
         while done < self.opt.iterations:
             n = min(bsize, self.opt.iterations - done)
             def attempt(k):
-                child_ns, wall = self._batch(dims, timing.timed_labels(case.id, done, n, k), "timed", verdicts.append)
+                child_ns, wall = self._batch(dims, timing.timed_labels(case.id, done, n, k), "timed", verdicts.append,
+                                             checked=timing.in_batch(timed, done, n))
                 f = self.figure(child_ns, wall, overhead)
                 return f, f.flagged
             fig = self._rerun_while_flagged(attempt)
@@ -532,10 +666,22 @@ class Judge:
             done += n
         return samples, flagged, figures, overhead
 
+    def checked_calls(self, case, kind, total):
+        """Which of a case's `total` calls of `kind` ("warmup" | "timed") are compared with the
+        reference: None for all, else a set of call indices. Ranked by the secret, so the child
+        can neither predict nor recognise them; the share is Options.check_share, never fewer
+        than min_checked timed calls (a fifth of that for warm-ups, which are not timed)."""
+        least = self.opt.min_checked if kind == "timed" else max(1, self.opt.min_checked // 5)
+        k = min(total, max(least, int(math.ceil(self.opt.check_share * total))))
+        if k >= total:
+            return None
+        ranked = sorted(range(total), key=lambda i: self.secret.derive("check", kind, case.id, i))
+        return set(ranked[:k])
+
     def figure(self, child_ns, wall, overhead):
         """One timed batch's samples: checked against the judge's clock, and on the GPU evened
         out when its calls are too unequal to be honest (timing.even_out)."""
-        bell = self.device == "cpu" and self.spin_s > 0  # timed through the doorbell (_rung_call)
+        bell = self.spin_s > 0  # timed through the doorbell (_rung_call)
         f = timing.cross_check(child_ns, wall, overhead,
                                timing.PLAUSIBLE_FRACTION_BELL if bell else timing.PLAUSIBLE_FRACTION)
         return timing.even_out(f) if self.device == "cuda" else f
@@ -568,6 +714,9 @@ class Judge:
     def run(self, cases):
         results = []
         corr_verdicts, corr_fail = [], None
+        self.bound = elementwise_bound(cases, self.opt)
+        if self.device == "cuda":
+            self.quiet_us = self._probe_us()  # before any child exists: the idle device
         try:
             with self.phases("child start and import"):
                 self._ensure_child(cases)
@@ -705,7 +854,29 @@ class Judge:
             "spread": clean(timing_fig[1]) if timing_fig else None,
             "gates": gate_doc,
             "message": message,
+            "guardrails": self._guardrails(case, verdicts, timing_fig),
         }
+
+    def _guardrails(self, case, verdicts, timing_fig):
+        """What this case was held to, as enforced (schemas/benchmark_output: guardrails)."""
+        _, w = self.task.workload(case.workload)
+        ratios = [v.bound_ratio for v in verdicts if v.bound_ratio is not None]
+        g = {
+            "comparator": self.task.comparator,
+            "tolerance": float(self.task.tolerance),
+            "correctness_atol": self.bound[0] if self.bound else None,
+            "correctness_rtol": self.bound[1] if self.bound else None,
+            "bound_ratio_max": max(ratios) if ratios and all(math.isfinite(r) for r in ratios) else None,
+            "random_inputs": self.opt.trials,
+            "correctness_shapes": len(w.get("correctness", [])),
+            "checked_calls": len(verdicts),
+            "warmup_runs": self.opt.warmup,
+            "timed_runs": self.opt.iterations,
+            "timed_samples": len(timing_fig[0]) if timing_fig else 0,
+        }
+        if self.task.comparator == "rowwise":
+            g["row_pass"] = float(self.task.row_pass)
+        return g
 
     def _document(self, cases):
         reasons = []
@@ -717,19 +888,26 @@ class Judge:
                 if not g.get("pass"):
                     reasons.append("%s: gate %s failed (value %s, limit %s)" % (c["test_case_id"], name, g.get("value"), g.get("limit")))
         accept = not reasons and bool(cases)
-        return {
+        doc = {
             "schema_version": "1",
             "kernel_id": self.kernel_id,
             "ran_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "runner_id": self.runner_id,
             "arch": arch(self.device),
+        }
+        if self.device_class_name:
+            doc["device_class"] = self.device_class_name if self.device == "cuda" else "cpu"
+        if self.provenance:
+            doc["provenance"] = self.provenance
+        doc.update({
             "overall": {
                 "accept": accept,
                 "accept_reason": ("all %d cases correct and within their gates" % len(cases)) if accept else "; ".join(reasons)[:4000] or "no cases ran",
                 "build_ok": self.build_error is None,
             },
             "cases": cases,
-        }
+        })
+        return doc
 
 
 def arch(device):

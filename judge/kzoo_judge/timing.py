@@ -24,6 +24,14 @@ import time
 FLAG_RETRIES = 2
 
 
+def in_batch(selected, start, n):
+    """The indices within a batch of calls start .. start+n-1 that are in `selected` (a set of
+    call indices of the case; None: all of them, returned as None)."""
+    if selected is None:
+        return None
+    return {k for k in range(n) if start + k in selected}
+
+
 def timed_labels(case_id, start, n, attempt=0):
     """Input labels of one timed batch; a re-run gets fresh inputs (new labels)."""
     kind = "timed" if attempt == 0 else "timed-rerun-%d" % attempt

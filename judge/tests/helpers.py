@@ -88,9 +88,10 @@ JUDGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_cli(task_raw, module_code, extra_args=(), key=None, timeout=600, env_extra=None):
-    """Run `python3 -m kzoo_judge run` as a separate judge process with a seed on an fd.
+    """Run `python3 -m kzoo_judge run` as a separate judge process with a seed on an fd and a
+    verdict channel (KZOO_VERDICT_FD), as the runner does.
 
-    Returns (returncode, stdout bytes, stderr text, key)."""
+    Returns (returncode, stdout bytes, stderr text, key, what the verdict channel held)."""
     import subprocess
     import sys
     key = key or os.urandom(32)
@@ -102,21 +103,33 @@ def run_cli(task_raw, module_code, extra_args=(), key=None, timeout=600, env_ext
         r, w = os.pipe()
         os.write(w, key.hex().encode())
         os.close(w)
+        vr, vw = os.pipe()
         env = dict(os.environ)
         env["KZOO_SEED_FD"] = str(r)
+        env["KZOO_VERDICT_FD"] = str(vw)
         env["PYTHONPATH"] = JUDGE_ROOT
         env.update(env_extra or {})
         args = [sys.executable, "-m", "kzoo_judge", "run", "--task", tpath, "--module-dir", box.src, "--device", "cpu",
                 "--iterations", "6", "--warmup", "1", "--trials", "2"] + list(extra_args)
-        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(r,), env=env,
-                           cwd=box.dir, timeout=timeout)
-        os.close(r)
-        return p.returncode, p.stdout, p.stderr.decode(errors="replace"), key
+        try:
+            p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(r, vw), env=env,
+                               cwd=box.dir, timeout=timeout)
+        finally:
+            os.close(r)
+            os.close(vw)
+        os.set_blocking(vr, False)
+        try:
+            verdict = os.read(vr, 1 << 16).decode(errors="replace")
+        except BlockingIOError:
+            verdict = ""
+        os.close(vr)
+        return p.returncode, p.stdout, p.stderr.decode(errors="replace"), key, verdict
     finally:
         box.close()
 
 
 def signature_ok(stdout, stderr, key):
+    """The last non-empty line of `stderr` (or of a verdict channel's text) signs `stdout` under `key`."""
     import hashlib
     import hmac
     lines = [ln for ln in stderr.splitlines() if ln.strip()]

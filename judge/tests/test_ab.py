@@ -37,7 +37,7 @@ def catalog_softmax_task():
         return json.load(f)
 
 
-def judge_ab(candidate, incumbent, options=None, task_raw=None):
+def judge_ab(candidate, incumbent, options=None, task_raw=None, device="cpu"):
     """One judge run of `candidate` with `incumbent` as the A/B baseline. Returns the document."""
     task = taskmod.Task(json.loads(json.dumps(task_raw or h.softmax_task())))
     cand, inc = h.Sandbox(candidate, task.module), h.Sandbox(incumbent, task.module)
@@ -46,7 +46,7 @@ def judge_ab(candidate, incumbent, options=None, task_raw=None):
         opts.update(options or {})
         opts["incumbent_src"] = inc.src
         cases = entry.cases_from_workload(task)
-        return entry.run_judge(task, cases, inputs.Secret(b"a" * 32), "cpu", cand.src, Options(opts, "cpu"),
+        return entry.run_judge(task, cases, inputs.Secret(b"a" * 32), device, cand.src, Options(opts, device),
                                "test/kernel", "test-runner")
     finally:
         cand.close()
@@ -120,7 +120,8 @@ class Interleaved(unittest.TestCase):
             channel.Child.__init__ = real_init
         self.assertEqual(c["status"], "ok", c["message"])
         self.assertEqual(len(started), 3, started)
-        self.assertTrue(started[0].endswith("src") and started[1] == started[2], started)
+        # the submission's source twice (its correctness child, its timing child), the incumbent's once
+        self.assertEqual(sorted(started.count(d) for d in set(started)), [1, 2], started)
         self.assertNotEqual(started[0], started[1], "the incumbent has a child of its own")
 
     def test_an_incorrect_submission_is_rejected_even_against_a_slow_incumbent(self):
@@ -191,6 +192,100 @@ def softmax(x):
         c = h.case0(h.judge(h.softmax_task(), h.GOOD_SOFTMAX))
         self.assertNotIn("incumbent", c)
         self.assertNotIn("speedup", c)
+
+
+# A saboteur (issue 10): the honest softmax, plus a helper process that escapes the
+# submission's process group and works whenever the submission is stopped -- that is,
+# while the incumbent is timed. HELPER picks how it escapes: "session" (a session of its
+# own, still the child's child) or "orphan" (a double fork: re-parented away from the child).
+# WORK is what it does: "cpu" burns the CPU it inherited (the timing CPU), "gpu" keeps the
+# device busy from a CUDA context of its own.
+SABOTEUR = '''
+import os, subprocess, sys, torch
+_LOOP = r"""
+import os, sys, time
+parent, work = int(sys.argv[1]), sys.argv[2]
+if work == "gpu":
+    import torch
+    torch.cuda.init()
+def stopped():
+    try:
+        with open("/proc/%d/stat" % parent) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+    except OSError:
+        sys.exit(0)
+while True:
+    if stopped():
+        if work == "gpu":
+            torch.cuda._sleep(50_000_000)
+            torch.cuda.synchronize()
+        else:
+            end = time.perf_counter() + 0.05
+            while time.perf_counter() < end:
+                pass
+    else:
+        time.sleep(0.0005)
+"""
+_me = os.getpid()
+if "@HELPER@" == "session":
+    subprocess.Popen([sys.executable, "-c", _LOOP, str(_me), "@WORK@"], start_new_session=True)
+elif os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", _LOOP, str(_me), "@WORK@"])
+    os._exit(0)
+else:
+    os.wait()
+def softmax(x):
+    return torch.softmax(x.float(), dim=-1).to(x.dtype)
+'''
+
+
+def saboteur(helper, work):
+    return SABOTEUR.replace("@HELPER@", helper).replace("@WORK@", work)
+
+
+class Containment(unittest.TestCase):
+    """No process of the submission's, wherever it hides, works while the incumbent is timed."""
+
+    def assert_not_swayed(self, helper, work, device="cpu"):
+        opts = {"iterations": 48, "warmup": 2, "batch": 4}
+        c = h.case0(judge_ab(saboteur(helper, work), h.GOOD_SOFTMAX, opts, device=device))
+        self.assertEqual(c["status"], "ok", c["message"])
+        # identical code against itself: the saboteur must not move the ratio out of the band
+        # test_identical_code_measures_the_same_in_either_slot allows honest code
+        self.assertLess(c["speedup"]["ratio_median"], 1.25, c["message"])
+        self.assertGreater(c["speedup"]["ratio_median"], 0.8, c["message"])
+
+    def test_a_helper_in_a_session_of_its_own_is_stopped_with_its_side(self):
+        self.assert_not_swayed("session", "cpu")
+
+    def test_an_orphaned_helper_is_stopped_whichever_side_runs(self):
+        self.assert_not_swayed("orphan", "cpu")
+
+    def test_nothing_the_submission_started_outlives_the_run(self):
+        import time
+        from kzoo_judge import freezer
+        judge_ab(saboteur("orphan", "cpu"), h.GOOD_SOFTMAX, {"iterations": 4, "warmup": 1, "batch": 2})
+        time.sleep(0.2)
+
+        def cmdline(p):
+            try:
+                with open("/proc/%d/cmdline" % p, "rb") as f:
+                    return f.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                return ""
+        left = [p for p in freezer.descendants(os.getpid(), freezer.children_map())
+                if "parent, work" in cmdline(p) and freezer._stat(p) and freezer._stat(p)[1] != "Z"]
+        self.assertEqual(left, [], "the saboteur's helper outlived the run")
+
+    @unittest.skipUnless(__import__("torch").cuda.is_available(), "needs CUDA")
+    def test_a_helper_keeping_the_gpu_busy_is_stopped_on_the_gpu(self):
+        self.assert_not_swayed("session", "gpu", device="cuda")
+
+    @unittest.skipUnless(__import__("torch").cuda.is_available(), "needs CUDA")
+    def test_an_orphaned_helper_keeping_the_gpu_busy_is_stopped_on_the_gpu(self):
+        self.assert_not_swayed("orphan", "gpu", device="cuda")
 
 
 if __name__ == "__main__":

@@ -170,3 +170,43 @@ class Chunked(unittest.TestCase):
             compare.CHUNK = old
         self.assertFalse(v.ok)
         self.assertIn("at 2 positions (first at index [4, 2])", v.reason)
+
+
+class ElementwiseBound(unittest.TestCase):
+    """The board's guardrail beside the comparator: |out - exp| <= atol + rtol * |exp|, every element."""
+
+    def bounded(self, out, exp, comparator="relative-frobenius", tol=0.1):
+        return compare.compare([out], [exp], [spec()], comparator, tol, 1.0, bound=(0.01, 0.01))
+
+    def test_within_the_bound_everywhere_passes_and_says_how_close(self):
+        e = torch.linspace(-3, 3, 600).reshape(20, 30)
+        v = self.bounded(e * 1.005, e)
+        self.assertTrue(v.ok, v.reason)
+        self.assertLess(v.bound_ratio, 1.0)
+        self.assertGreater(v.bound_ratio, 0.3)
+
+    def test_one_element_outside_fails_naming_its_index_and_both_values(self):
+        e = torch.linspace(-3, 3, 600).reshape(20, 30)
+        o = e.clone()
+        o[2, 3] += 0.5  # the Frobenius measure barely moves; the element is 40x outside
+        v = self.bounded(o, e)
+        self.assertFalse(v.ok)
+        self.assertGreater(v.bound_ratio, 1.0)
+        self.assertEqual(v.worst["index"], [2, 3])
+        self.assertIn("index [2, 3]", v.reason)
+        self.assertIn("atol 0.01 + rtol 0.01", v.reason)
+        self.assertAlmostEqual(v.worst["out"] - v.worst["expected"], 0.5, places=5)
+
+    def test_the_exact_comparator_needs_no_bound(self):
+        e = torch.arange(10.0)
+        v = self.bounded(e.clone(), e, comparator="exact", tol=0.0)
+        self.assertTrue(v.ok)
+        self.assertIsNone(v.bound_ratio)
+
+    def test_rowwise_with_a_bound(self):
+        e = torch.ones(8, 16)
+        o = e.clone()
+        o[5, 7] = 1.2
+        v = compare.compare([o], [e], [spec()], "rowwise", 0.5, 0.5, bound=(0.01, 0.01))
+        self.assertFalse(v.ok)
+        self.assertEqual(v.worst["index"], [5, 7])

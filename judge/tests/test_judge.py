@@ -1,6 +1,7 @@
 """The judge end to end on the CPU: dtypes through the child, in-place and
 read-only rules, gates in a real run, the package glue, the CLI, calibrate."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -10,6 +11,8 @@ import tempfile
 import textwrap
 import unittest
 
+from kzoo_judge import entry, inputs
+from kzoo_judge import task as taskmod
 from tests import helpers as h
 from tests.helpers import case0
 
@@ -236,6 +239,30 @@ class Package(unittest.TestCase):
         self.assertEqual(m["cases"][0]["canonical_work"], 2 * 4096 * 4096 * 4)
         self.assertTrue(m["module_present"])
 
+    def test_a_packages_build_step_runs_after_the_manifest_and_its_failure_fails_the_step(self):
+        build = os.path.join(self.w, "src", "build.py")
+        cache = os.path.join(self.w, ".kzoo", "run", "cache", "torch_extensions")
+        try:
+            with open(build, "w") as f:
+                f.write("import os, kernel\n"  # src/ is importable
+                        "d = os.environ['TORCH_EXTENSIONS_DIR']\n"
+                        "open(os.path.join(d, 'built.so'), 'w').write('x')\n")
+            p = subprocess.run([sys.executable, ".kernel_package/build_test_env.py"], cwd=self.w,
+                               env=self.env(TORCH_EXTENSIONS_DIR=cache), stderr=subprocess.PIPE)
+            self.assertEqual(p.returncode, 0, p.stderr.decode()[-2000:])
+            self.assertTrue(os.path.isfile(os.path.join(cache, "built.so")))
+            self.assertIn(b"build step (src/build.py) took", p.stderr)
+            with open(build, "w") as f:
+                f.write("raise SystemExit('nvcc: error: no such file')\n")
+            p = subprocess.run([sys.executable, ".kernel_package/build_test_env.py"], cwd=self.w,
+                               env=self.env(TORCH_EXTENSIONS_DIR=cache), stderr=subprocess.PIPE)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn(b"nvcc: error: no such file", p.stderr)
+            self.assertIn(b"build step (src/build.py) failed", p.stderr)
+        finally:
+            os.unlink(build)
+            shutil.rmtree(os.path.join(self.w, ".kzoo", "run", "cache"), ignore_errors=True)
+
     def test_benchmark_prints_one_signed_document(self):
         key = os.urandom(32)
         r, wfd = os.pipe()
@@ -258,18 +285,76 @@ class Package(unittest.TestCase):
         self.assertEqual([c["test_case_id"] for c in doc["cases"]], ["softmax-b"])
         c = doc["cases"][0]
         self.assertEqual(set(c), {"test_case_id", "status", "correct", "error_rel", "error_abs_max", "metrics",
-                                  "samples", "spread", "gates", "message"})
+                                  "samples", "spread", "gates", "message", "guardrails"})
         self.assertEqual(set(c["metrics"]), {"bandwidth"})
         self.assertEqual(c["samples"], 4)
         self.assertIn('measure shape {"C": 128, "R": 32}', c["message"])  # the second graded shape's measure twin
+        self.assertEqual(doc["device_class"], "cpu")
+        prov = doc["provenance"]
+        self.assertEqual(prov["device"], "cpu")
+        self.assertIsNone(prov["gpu_name"])
+        with open(os.path.join(self.w, ".kzoo", "task.json"), "rb") as f:
+            self.assertEqual(prov["task_sha256"], hashlib.sha256(f.read()).hexdigest())
+        self.assertRegex(prov["judge"], r"^1\+[0-9a-f]{12}$")
+        g = c["guardrails"]
+        # on the CPU every call is compared: correctness trials, warm-ups, timed calls (a re-run batch
+        # adds its own) and the profiler pass's two
+        self.assertGreaterEqual(g["checked_calls"], g["random_inputs"] * g["correctness_shapes"] + g["warmup_runs"]
+                                + g["timed_runs"] + 2)
+
+    def test_the_signature_goes_on_the_verdict_channel_when_there_is_one(self):
+        """What reaches stderr after the judge signed (torch's CUDA IPC warning at exit, a child's last
+        words) must not hide the signature: with KZOO_VERDICT_FD it is the only thing written there."""
+        key = os.urandom(32)
+        r, wfd = os.pipe()
+        os.write(wfd, key.hex().encode())
+        os.close(wfd)
+        vr, vw = os.pipe()
+        p = subprocess.run([sys.executable, ".kernel_package/benchmark.py", "--cases", "softmax-b"], cwd=self.w,
+                           env=self.env(KZOO_SEED_FD=str(r), KZOO_VERDICT_FD=str(vw)), pass_fds=(r, vw),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+        os.close(r)
+        os.close(vw)
+        verdict = os.read(vr, 4096).decode()
+        os.close(vr)
+        err = p.stderr.decode(errors="replace")
+        self.assertEqual(p.returncode, 0, err[-3000:])
+        self.assertNotIn("kzoo-judge-signature", err)
+        self.assertTrue(h.signature_ok(p.stdout, verdict, key), verdict)
+        self.assertNotIn("KZOO_VERDICT_FD", err)
+
+
+class InternalError(unittest.TestCase):
+    def test_the_judges_own_failure_is_signed_and_exits_3_never_1(self):
+        """A judge that crashes is an infrastructure failure: the runner sees exit status 3 and a signed
+        document saying so (runner/grade.cpp), and the worker retries the job instead of rejecting it."""
+        from unittest import mock
+        from kzoo_judge import judge as judgemod
+        task = taskmod.Task(json.loads(json.dumps(h.softmax_task())))
+        box = h.Sandbox(h.GOOD_SOFTMAX, task.module)
+        try:
+            with mock.patch.object(judgemod.Judge, "run", side_effect=RuntimeError("the judge tripped")):
+                doc = entry.run_judge(task, entry.cases_from_workload(task), inputs.Secret(b"k" * 32), "cpu", box.src,
+                                      {}, "test/kernel", "r")
+        finally:
+            box.close()
+        self.assertTrue(doc["overall"]["judge_error"])
+        self.assertFalse(doc["overall"]["accept"])
+        self.assertIn("the judge tripped", doc["overall"]["accept_reason"])
+        import io
+        out = io.BytesIO()
+        with mock.patch.object(sys, "stdout", mock.Mock(buffer=out)), mock.patch.object(sys, "stderr", io.StringIO()) as err:
+            code = entry.emit(doc, inputs.Secret(b"k" * 32))
+        self.assertEqual(code, entry.INTERNAL_ERROR_STATUS)
+        self.assertTrue(h.signature_ok(out.getvalue(), err.getvalue(), b"k" * 32))
 
 
 class Cli(unittest.TestCase):
     def test_run_cli_accepts_an_honest_module(self):
-        rc, out, err, key = h.run_cli(h.softmax_task(), h.GOOD_SOFTMAX)
+        rc, out, err, key, verdict = h.run_cli(h.softmax_task(), h.GOOD_SOFTMAX)
         self.assertEqual(rc, 0, err[-3000:])
         self.assertTrue(json.loads(out)["overall"]["accept"])
-        self.assertTrue(h.signature_ok(out, err, key))
+        self.assertTrue(h.signature_ok(out, verdict, key))
 
     def test_calibrate_measures_e_and_d_and_writes_them(self):
         d = tempfile.mkdtemp(prefix="kzoo-cal-")
@@ -337,7 +422,44 @@ class HardenedJudgeOnTheGpu(unittest.TestCase):
 
     def test_cli_in_place_and_returned_outputs(self):
         for task, code in ((inplace_task(), "def add_(x, r):\n    x.add_(r)\n"), (h.softmax_task(), h.GOOD_SOFTMAX)):
-            rc, out, err, key = h.run_cli(task, code, extra_args=["--device", "cuda"])
+            rc, out, err, key, verdict = h.run_cli(task, code, extra_args=["--device", "cuda"])
             self.assertEqual(rc, 0, err[-3000:])
-            self.assertTrue(h.signature_ok(out, err, key))
+            self.assertTrue(h.signature_ok(out, verdict, key), (verdict, err[-2000:]))
             self.assertTrue(json.loads(out)["arch"].startswith("sm_"))
+
+
+class Bound(unittest.TestCase):
+    def test_the_cases_own_bound_wins_the_boards_fills_in_and_zero_is_none(self):
+        from kzoo_judge.judge import Case, Options, elementwise_bound
+        board = Options({"atol": 0.01, "rtol": 0.01}, "cuda")
+        fp8 = [Case("a", "w", {}, atol=0.01, rtol=0.125), Case("b", "w", {}, atol=0.01, rtol=0.125)]
+        self.assertEqual(elementwise_bound(fp8, board), (0.01, 0.125))
+        self.assertEqual(elementwise_bound([Case("a", "w", {})], board), (0.01, 0.01))
+        self.assertEqual(elementwise_bound([Case("a", "w", {}, atol=0.02, rtol=0.01), Case("b", "w", {}, atol=0.01, rtol=0.03)],
+                                           Options({}, "cuda")), (0.01, 0.01))  # the strictest of the cases
+        self.assertIsNone(elementwise_bound([Case("a", "w", {})], Options({}, "cuda")))
+        self.assertIsNone(elementwise_bound([Case("a", "w", {}, atol=0.0, rtol=0.0)], Options({}, "cuda")))
+
+    def test_a_call_outside_the_bound_is_incorrect_with_the_element_named(self):
+        task = taskmod.Task(json.loads(json.dumps(h.softmax_task(tol=0.5))))
+        box = h.Sandbox("""
+            import torch
+            def softmax(x):
+                y = torch.softmax(x, dim=-1)
+                y[0, 0] += 0.2
+                return y
+        """, task.module)
+        try:
+            cases = entry.cases_from_workload(task)
+            for c in cases:
+                c.atol, c.rtol = 0.01, 0.01
+            from kzoo_judge.judge import Options
+            doc = entry.run_judge(task, cases, inputs.Secret(b"k" * 32), "cpu", box.src, Options(dict(h.FAST), "cpu"),
+                                  "test/kernel", "r")
+        finally:
+            box.close()
+        c = case0(doc)
+        self.assertEqual(c["status"], "incorrect", c["message"])
+        self.assertIn("index [0, 0]", c["message"])
+        self.assertIn("at shape", c["message"])
+        self.assertEqual(c["guardrails"]["correctness_atol"], 0.01)

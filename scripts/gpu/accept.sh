@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# The GPU acceptance run (docs/GPU.md): one device call on an H200, under 8 minutes, that
-# proves the GPU path works on this code. No change under judge/ or src/kzoo/runner/ lands
-# on main without a passing run on the code that lands, recorded in docs/GPU.md.
-#   1. `kzoo grade --device cuda` of every catalog package (eager baselines) and every catalog
-#      sample (catalog/samples/samples.json), sandboxed: each must be accepted;
+# The GPU acceptance run (docs/GPU.md): two named device calls on an H200, each under
+# 9 minutes, that prove the GPU path works on this code; a passing run on a judge/runner
+# commit clears docs/GPU.md's "unverified on a GPU since" line.
+#   STEPS=fidelity (call 1): scripts/gpu/fidelity.sh -- every catalog package, the twelve
+#      eager baselines and the twelve GPU solutions, graded by `kzoo grade --device cuda` at
+#      the judge's defaults in the sandbox (each must be accepted) against Nsight Compute;
+#      every case within 1% of ncu, the softmax packages' three grades within 1% of each other.
+#   STEPS="grades identical samples tests" (call 2):
+#   1. grades: the timing row (the softmax eager package at the judge's defaults: wall time
+#      <= 10 s) and every catalog sample (catalog/samples/samples.json), sandboxed, accepted;
 #   2. the service end to end: init, serve, `kzoo worker --device cuda`; the eager source
 #      itself submitted (identical code: refused, its A/B geomean within 1% of 1.0x), a faster
-#      sample submitted and accepted, a slower one submitted and rejected;
+#      sample submitted and accepted within 20 s, a slower one submitted and rejected;
 #   3. the judge's GPU test classes (every unittest class whose name holds "Gpu").
 # Prints one table; the last line says PASS or FAIL. Exit 0 only on PASS.
 # Setup (here, on the Debian machine): bash scripts/build.sh && bash scripts/gpu/bundle.sh,
@@ -72,15 +77,27 @@ grade() {  # grade NAME DIR [ITERATIONS]
   local rc=$?
   row "grade $1" accepted "$(verdict $rc)" "$(since "$t0")" "$(detail "$f.json" "$f.err")"
 }
-# STEPS picks parts (default all): grades, identical, samples (the service's sample submissions), tests.
-# A run cut short can be completed by a second one on the same code, saying so in docs/GPU.md.
+# STEPS picks parts: fidelity (call 1); grades, identical, samples (the service's sample
+# submissions), tests (call 2). A run cut short can be completed by a further one on the same
+# code, saying so in docs/GPU.md.
 STEPS=" ${STEPS:-grades identical samples tests} "
 step() { [[ $STEPS == *" $1 "* ]]; }
+if step fidelity; then
+  t0=$(now)
+  OUT="$OUT" LOGS="$LOGS/fidelity" bash scripts/gpu/fidelity.sh > "$LOGS/fidelity.txt" 2>&1
+  ft="$OUT/fidelity_table.txt"
+  n=$(grep -c '| accepted$' "$ft" 2>/dev/null); bad=$(grep -c 'NOT accepted$' "$ft" 2>/dev/null)
+  row "fidelity.sh: every catalog package accepted" yes "$([ "${bad:-1}" = 0 ] && [ "${n:-0}" -gt 0 ] && echo yes || echo no)" \
+    "$(since "$t0")" "$n cases accepted, $bad not"
+  last=$(tail -1 "$ft" 2>/dev/null)
+  row "fidelity: every case within 1% of ncu, repeats within 1%" yes \
+    "$(awk '/^fidelity:/ { print ($2 == $4 && $2 > 0 && $11 == $13) ? "yes" : "no" }' <<< "$last")" 0 "$last"
+fi
 if step grades; then
+t0=$(now)
 grade "softmax_eager (timing: 3 cases x 100 calls)" catalog/kernel_data/h200/norm/softmax/bf16/softmax_eager
-for pkg in $(find catalog/kernel_data -type d -name .kernel_package | sort); do
-  dir=$(dirname "$pkg"); grade "$(basename "$dir") (x$ITERATIONS)" "$dir" "$ITERATIONS"
-done
+row "timing row: kzoo grade within 10 s of wall time" yes \
+  "$(awk -v t="$(since "$t0")" 'BEGIN { print (t + 0 <= 10) ? "yes" : "no" }')" "$(since "$t0")" "softmax eager, defaults"
 fi
 samples=$("$PY" -c 'import json; [print(s["file"], s["kernel_id"], s["module"], s["vs_eager"]) for s in json.load(open("catalog/samples/samples.json"))["samples"]]')
 while read -r file kid module vs; do
@@ -128,8 +145,11 @@ while read -r file kid module vs; do
   timeout "${SUBMIT_TIMEOUT:-200}" "$K" submit "$LOGS/pkgs/${file%.py}/$kid" --kernel-id "$kid" --submitter accept \
     --summary "accept.sh: $file ($vs than eager)" --json > "$LOGS/submit_${file%.py}.json" 2> "$LOGS/submit_${file%.py}.err"
   rc=$?
-  row "service: submit ${file%.py} (worker --device cuda)" "$want" "$(verdict $rc)" "$(since "$t0")" \
+  took=$(since "$t0")
+  row "service: submit ${file%.py} (worker --device cuda)" "$want" "$(verdict $rc)" "$took" \
     "geomean speedup $(geomean "$LOGS/submit_${file%.py}.json")"
+  [ "$want" = accepted ] && row "service: upload to A/B verdict within 20 s" yes \
+    "$(awk -v t="$took" 'BEGIN { print (t + 0 <= 20) ? "yes" : "no" }')" "$took" "${file%.py}"
 done <<< "$samples"
 kill "$worker" "$serve" 2>/dev/null; wait "$worker" "$serve" 2>/dev/null
 rm -rf "$data"

@@ -1,15 +1,49 @@
 #!/usr/bin/env python3
 """Sums gpu__time_duration.sum from ncu --csv output; prints per-call microseconds.
 
-Usage: python3 ncu_sum.py NCU_CSV CALLS [--kernels]
+Usage: python3 ncu_sum.py NCU_CSV CALLS [--kernels] [--by-marker]
   --kernels: also one line per kernel name (microseconds per call, launches per call)
+  --by-marker: the run is ncu_package.py's, one segment per graded shape, each opened by a
+      marker kernel (spin_kernel, not counted): one line per segment, "INDEX US KERNELS"
 """
 import csv
 import sys
 
 
+MARKER = "spin_kernel"
+
+
+def rows(path):
+    """(kernel name, ns) per profiled kernel, in launch order."""
+    with open(path, newline="") as f:
+        lines = [l for l in f if l.startswith('"')]
+    for row in csv.DictReader(lines):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        value = float(row["Metric Value"].replace(",", ""))
+        unit = row.get("Metric Unit", "ns")
+        scale = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6}.get(unit, 1.0)
+        yield row.get("Kernel Name", "?"), value * scale
+
+
+def by_marker(path, calls):
+    """[(per-call us, kernels)] per segment opened by a marker kernel."""
+    segments = []
+    for name, ns in rows(path):
+        if MARKER in name:
+            segments.append([0.0, 0])
+        elif segments:
+            segments[-1][0] += ns
+            segments[-1][1] += 1
+    return [(total / calls / 1e3, n) for total, n in segments]
+
+
 def main():
     path, calls = sys.argv[1], int(sys.argv[2])
+    if "--by-marker" in sys.argv[3:]:
+        for i, (us, n) in enumerate(by_marker(path, calls)):
+            print("%d %.3f %d" % (i, us, n))
+        return
     total_ns, kernels, by_name = 0.0, 0, {}
     with open(path, newline="") as f:
         lines = [l for l in f if l.startswith('"')]

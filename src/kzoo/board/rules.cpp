@@ -133,10 +133,11 @@ json demo_rules(const std::vector<std::string>& kernel_ids, const std::string& d
         {"guardrails",
          {{"prose",
            json::array({"Outputs match the PyTorch reference within the task's tolerance on five random inputs, and "
-                        "within atol 0.1 and rtol 0.01",
+                        "within atol 1e-2 and rtol 1e-2, per element (a task whose calibration proves that impossible, "
+                        "such as an fp8 output one rounding step apart, declares its own bound in its test cases)",
                         fmt::format("Timed on {}, the median of {} runs after 10 warm-up runs", runner, timed),
                         "No library calls the reference does not make"})},
-          {"atol", 0.1},
+          {"atol", 0.01},
           {"rtol", 0.01},
           {"inputs", 5},
           {"timed_runs", timed},

@@ -144,34 +144,79 @@ Result<std::string> make_seed() {
   return seed;
 }
 
-Result<SandboxResult> run_harness_step(const Workdir& w, const std::string& script,
-                                       std::vector<std::pair<std::string, std::string>> env,
-                                       std::string_view seed, SandboxSpec spec, const SandboxOptions& options) {
+namespace {
+
+// A pipe whose write end is inherited by the sandboxed program: the seed (written
+// now, then closed) or the verdict channel (read after the run).
+struct Pipe {
+  int r = -1, w = -1;
+  ~Pipe() {
+    if (r >= 0) ::close(r);
+    if (w >= 0) ::close(w);
+  }
+};
+
+Result<void> open_pipe(Pipe& p) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return fail(std::string("pipe2 failed: ") + std::strerror(errno));
+  p.r = fds[0];
+  p.w = fds[1];
+  return ok();
+}
+
+// Whatever is in the pipe once every writer is gone (the run is over and all its
+// processes were killed), up to `cap` bytes; the rest is discarded.
+std::string drain(int fd, std::size_t cap) {
+  std::string out;
+  char buf[4096];
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (out.size() < cap) out.append(buf, std::min<std::size_t>(static_cast<std::size_t>(n), cap - out.size()));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<HarnessRun> run_harness_step(const Workdir& w, const std::string& script,
+                                    std::vector<std::pair<std::string, std::string>> env,
+                                    std::string_view seed, SandboxSpec spec, const SandboxOptions& options) {
   spec.workdir = w.root;
   spec.argv.push_back(".kernel_package/" + script);
-  int pipe_fds[2] = {-1, -1};
+  Pipe seed_pipe, verdict;
   if (!seed.empty()) {
     // A pipe, not a file: read once, then empty; nothing on disk to find.
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return fail(std::string("pipe2 failed: ") + std::strerror(errno));
+    if (auto r = open_pipe(seed_pipe); !r) return tl::unexpected(r.error());
     std::string hex = to_hex(seed);
-    bool wrote = ::write(pipe_fds[1], hex.data(), hex.size()) == static_cast<ssize_t>(hex.size());
-    ::close(pipe_fds[1]);
-    if (!wrote) {
-      ::close(pipe_fds[0]);
-      return fail("cannot write the seed to its pipe");
-    }
-    spec.pass_fds.push_back(pipe_fds[0]);
-    env.emplace_back("KZOO_SEED_FD", std::to_string(pipe_fds[0]));
+    bool wrote = ::write(seed_pipe.w, hex.data(), hex.size()) == static_cast<ssize_t>(hex.size());
+    ::close(seed_pipe.w);
+    seed_pipe.w = -1;
+    if (!wrote) return fail("cannot write the seed to its pipe");
+    spec.pass_fds.push_back(seed_pipe.r);
+    env.emplace_back("KZOO_SEED_FD", std::to_string(seed_pipe.r));
+    if (auto r = open_pipe(verdict); !r) return tl::unexpected(r.error());
+    spec.pass_fds.push_back(verdict.w);
+    env.emplace_back(std::string(kVerdictFdVariable), std::to_string(verdict.w));
   }
   spec.env = std::move(env);
   auto r = run_sandbox(spec, options);
-  if (pipe_fds[0] >= 0) ::close(pipe_fds[0]);
-  return r;
+  if (!r) return tl::unexpected(r.error());
+  HarnessRun run{std::move(*r), {}};
+  if (verdict.r >= 0) {
+    ::close(verdict.w);  // ours; the program's copies died with it
+    verdict.w = -1;
+    run.verdict = drain(verdict.r, kVerdictCap);
+  }
+  return run;
 }
 
-GradeOutcome verify_benchmark_output(const SandboxResult& run, std::string_view seed, const std::string& kernel_id) {
+GradeOutcome verify_benchmark_output(const HarnessRun& harness, std::string_view seed, const std::string& kernel_id) {
+  const SandboxResult& run = harness.sandbox;
   auto with_tail = [&](GradeOutcome o) {
-    o.stderr_tail = strip_signature_line(run.stderr_tail);
+    o.stderr_tail = run.stderr_tail;
     o.warnings = run.warnings;
     return o;
   };
@@ -187,14 +232,13 @@ GradeOutcome verify_benchmark_output(const SandboxResult& run, std::string_view 
   // into an "infrastructure error" that might be retried or excused.
   if (run.stdout_data.find_first_not_of(" \t\r\n") == std::string::npos)
     return with_tail(outcome(GradeStatus::rejected, "benchmark.py " + ended + " without printing a signed result; its stderr ends:\n" +
-                                                       strip_signature_line(run.stderr_tail)));
-  if (auto sig = verify_judge_signature(seed, run.stdout_data, run.stderr_tail); !sig)
+                                                       run.stderr_tail));
+  if (auto sig = verify_judge_signature(seed, run.stdout_data, harness.verdict); !sig)
     return with_tail(outcome(GradeStatus::rejected, sig.error().message));
   auto doc = format::parse_json(run.stdout_data, "benchmark.py stdout");
   if (!doc)
     return with_tail(outcome(GradeStatus::error, "benchmark.py's stdout is not exactly one JSON document: " +
-                                                    to_string(doc.error()) + "; its stderr ends:\n" +
-                                                    strip_signature_line(run.stderr_tail)));
+                                                    to_string(doc.error()) + "; its stderr ends:\n" + run.stderr_tail));
   auto violations = format::SchemaSet::bundled().validate(*doc, "benchmark_output", "benchmark.py stdout");
   if (!violations.empty()) {
     auto o = outcome(GradeStatus::error, "the judge's document is not a valid benchmark_output (" +
@@ -207,9 +251,16 @@ GradeOutcome verify_benchmark_output(const SandboxResult& run, std::string_view 
     return with_tail(outcome(GradeStatus::error, "the judge's document is for kernel '" +
                                                     (*doc)["kernel_id"].get<std::string>() + "', not '" + kernel_id + "'"));
   const auto& overall = (*doc)["overall"];
+  std::string reason = overall["accept_reason"].is_string() ? overall["accept_reason"].get<std::string>() : "";
+  // Signed, so the judge's own word: it failed, not the submission. The worker
+  // retries such a run and never charges it to the submitter.
+  if (run.exit_code == kJudgeInternalErrorStatus && run.signal == 0) {
+    auto o = outcome(GradeStatus::error, "the judge failed (an infrastructure fault, not the submission's): " + reason);
+    o.document = std::move(*doc);
+    return with_tail(std::move(o));
+  }
   bool accept = overall["accept"].get<bool>();
-  auto o = outcome(accept ? GradeStatus::accepted : GradeStatus::rejected,
-                   overall["accept_reason"].is_string() ? overall["accept_reason"].get<std::string>() : "");
+  auto o = outcome(accept ? GradeStatus::accepted : GradeStatus::rejected, reason);
   o.document = std::move(*doc);
   return with_tail(std::move(o));
 }
@@ -336,8 +387,19 @@ GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, cons
 
   // Without the sandbox there is no private /tmp: keep scratch inside W.
   const std::string scratch = o.sandboxed ? "/tmp" : w->run_dir;
+  // What a package's build step (src/build.py, run by build_test_env.py) compiles must
+  // outlive that step's sandbox, whose /tmp dies with it, and reach benchmark.py's: every
+  // cache the compilers use points into W/.kzoo/run/cache, a product of this run only.
+  const std::string cache = path_in(w->run_dir) + "/cache";
+  // The interpreter's own bin/ first: a virtual environment's ninja and nvcc wrappers.
+  std::string py_bin = fs::path(fs::absolute(python_of(o)).lexically_normal()).parent_path().string();
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  if (py_bin != "/usr/bin" && py_bin != "/bin" && py_bin != "/usr/local/bin") path = py_bin + ":" + path;
   std::vector<std::pair<std::string, std::string>> env = {
-      {"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", scratch}, {"USER", "kzoo"}, {"LOGNAME", "kzoo"},
+      {"PATH", path}, {"HOME", scratch}, {"USER", "kzoo"}, {"LOGNAME", "kzoo"},
+      {"XDG_CACHE_HOME", cache}, {"TRITON_CACHE_DIR", cache + "/triton"},
+      {"TORCH_EXTENSIONS_DIR", cache + "/torch_extensions"}, {"TORCHINDUCTOR_CACHE_DIR", cache + "/inductor"},
+      {"CUDA_CACHE_PATH", cache + "/nv"},
       {"LANG", "C.UTF-8"}, {"TMPDIR", scratch}, {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"},
       {"PYTHONPATH", path_in(judge_dir)}, {"KZOO_TASK", path_in(w->task_file)}, {"KZOO_DEVICE", o.device},
       {"KZOO_KERNEL_ID", kernel_id}, {"KZOO_RUNNER_ID", o.runner_id.empty() ? host_name() : o.runner_id},
@@ -359,8 +421,9 @@ GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, cons
 
   say("building the test environment (build_test_env.py)");
   spec.wall_limit = o.build_timeout;
-  auto built = run_harness_step(*w, "build_test_env.py", env, {}, spec, sopts);
-  if (!built) return (outcome(GradeStatus::error, built.error().message));
+  auto built_run = run_harness_step(*w, "build_test_env.py", env, {}, spec, sopts);
+  if (!built_run) return (outcome(GradeStatus::error, built_run.error().message));
+  const SandboxResult* built = &built_run->sandbox;
   if (!built->exited_ok()) {
     std::string why = built->timed_out ? "ran past its limit" : built->oom ? "exceeded its memory limit"
                       : built->signal ? "was killed by signal " + std::to_string(built->signal)

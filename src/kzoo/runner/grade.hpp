@@ -74,21 +74,37 @@ GradeOutcome grade(const GradeOptions& options);
 // are not used; catalog_dir only for device_classes.json.
 GradeOutcome grade_workdir(const Workdir& w, const std::string& kernel_id, const GradeOptions& options);
 
+// What one harness step left: the sandbox's result, and what the program
+// wrote on its verdict channel (signature.hpp).
+struct HarnessRun {
+  SandboxResult sandbox;
+  std::string verdict;  // at most kVerdictCap bytes
+};
+
+inline constexpr std::size_t kVerdictCap = 4096;
+
+// The judge's exit status for its own failure (an exception in the judge, not
+// in the submission): it still signs a document, and the run is an
+// infrastructure error, retried by the worker, never a rejection.
+inline constexpr int kJudgeInternalErrorStatus = 3;
+
 // One harness step: `python3 .kernel_package/<script>` in the sandbox with
 // `env`, and, when `seed` is non-empty, the seed (hex) on an inherited pipe
-// named by KZOO_SEED_FD. The seed never appears in argv, env or a file.
-Result<SandboxResult> run_harness_step(const Workdir& w, const std::string& script,
-                                       std::vector<std::pair<std::string, std::string>> env,
-                                       std::string_view seed, SandboxSpec base, const SandboxOptions& options);
+// named by KZOO_SEED_FD and a second pipe, named by KZOO_VERDICT_FD, for the
+// judge's signature. The seed never appears in argv, env or a file.
+Result<HarnessRun> run_harness_step(const Workdir& w, const std::string& script,
+                                    std::vector<std::pair<std::string, std::string>> env,
+                                    std::string_view seed, SandboxSpec base, const SandboxOptions& options);
 
 // The checks on benchmark.py's output, in order: killed at the time or
 // memory limit, over the stdout cap, or no output at all (rejected: the
 // submission can kill the judge, so a missing result is its failure); a
-// signature matching the seed (else rejected: forged); exactly one strict
-// JSON document (else error), valid against the benchmark_output schema and
-// naming `kernel_id` (else error). On success `document` holds it and status
-// reflects overall.accept.
-GradeOutcome verify_benchmark_output(const SandboxResult& run, std::string_view seed,
+// signature on the verdict channel matching the seed (else rejected: forged);
+// exactly one strict JSON document (else error), valid against the
+// benchmark_output schema and naming `kernel_id` (else error); the judge's
+// own failure (exit status kJudgeInternalErrorStatus with a signed document:
+// error). On success `document` holds it and status reflects overall.accept.
+GradeOutcome verify_benchmark_output(const HarnessRun& run, std::string_view seed,
                                      const std::string& kernel_id);
 
 // A 32-byte secret from getrandom(2).

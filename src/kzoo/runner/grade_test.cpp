@@ -21,7 +21,7 @@ using ::testing::Not;
 using testing::TempDir;
 
 // A benchmark.py that behaves as the judge would, or misbehaves as told by
-// MODE. It prints the document, then signs it as the last stderr line.
+// MODE. It prints the document, then signs it on its verdict channel.
 const char* kFakeJudge = R"PY(import hashlib, hmac, json, os, sys, time
 MODE = %MODE%
 key = b''
@@ -59,10 +59,22 @@ if MODE == 'wrong-key':
     key = b'\0' * 32
 sys.stdout.buffer.write(out)
 sys.stdout.flush()
-if MODE != 'unsigned':
-    print('kzoo-judge-signature: ' + hmac.new(key, signed, hashlib.sha256).hexdigest(), file=sys.stderr)
+vfd = int(os.environ['KZOO_VERDICT_FD'])
+line = 'kzoo-judge-signature: ' + hmac.new(key, signed, hashlib.sha256).hexdigest() + '\n'
+if MODE == 'signed-on-stderr':
+    print(line, end='', file=sys.stderr)
+elif MODE != 'unsigned':
+    os.write(vfd, line.encode())
 if MODE == 'forged-tail':
-    print('kzoo-judge-signature: ' + '0' * 64, file=sys.stderr)
+    os.write(vfd, ('kzoo-judge-signature: ' + '0' * 64 + '\n').encode())
+os.close(vfd)
+if MODE == 'late-noise':
+    # What torch prints at interpreter exit after CUDA IPC, once the judge has signed.
+    print('[W CudaIPCTypes.cpp:16] Producer process has been terminated before all shared CUDA tensors released.',
+          file=sys.stderr)
+if MODE == 'judge-error':
+    print('Traceback (most recent call last): the judge itself fell over', file=sys.stderr)
+    sys.exit(3)
 sys.exit(0 if doc['overall']['accept'] else 1)
 )PY";
 
@@ -121,6 +133,26 @@ TEST_F(HarnessStepTest, ASignedRejectingDocumentIsRejectedWithTheJudgesReason) {
   auto g = run_mode("reject");
   EXPECT_EQ(g.status, GradeStatus::rejected);
   EXPECT_EQ(g.reason, "fake judge says reject");
+  EXPECT_TRUE(g.document.is_object());
+}
+
+TEST_F(HarnessStepTest, TextOnStderrAfterTheJudgeSignedChangesNothing) {
+  auto g = run_mode("late-noise");
+  EXPECT_EQ(g.status, GradeStatus::accepted) << g.reason << g.stderr_tail;
+  EXPECT_THAT(g.stderr_tail, HasSubstr("Producer process has been terminated"));
+}
+
+TEST_F(HarnessStepTest, ASignatureOnStderrDoesNotCount) {
+  // Anyone sharing stderr could print there; only the verdict channel is the judge's.
+  auto g = run_mode("signed-on-stderr");
+  EXPECT_EQ(g.status, GradeStatus::rejected);
+  EXPECT_THAT(g.reason, HasSubstr("KZOO_VERDICT_FD"));
+}
+
+TEST_F(HarnessStepTest, TheJudgesOwnFailureIsAnErrorNeverARejection) {
+  auto g = run_mode("judge-error");
+  EXPECT_EQ(g.status, GradeStatus::error) << g.reason;
+  EXPECT_THAT(g.reason, HasSubstr("infrastructure"));
   EXPECT_TRUE(g.document.is_object());
 }
 
@@ -229,7 +261,9 @@ def run_package_benchmark(metas):
     out = (json.dumps(doc) + '\n').encode()
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
-    print('kzoo-judge-signature: ' + hmac.new(key, out, hashlib.sha256).hexdigest(), file=sys.stderr)
+    vfd = int(os.environ['KZOO_VERDICT_FD'])
+    os.write(vfd, ('kzoo-judge-signature: ' + hmac.new(key, out, hashlib.sha256).hexdigest() + '\n').encode())
+    os.close(vfd)
     sys.exit(0 if ok else 1)
 )PY";
 

@@ -41,25 +41,19 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
 }
 
 Result<void> verify_judge_signature(std::string_view key, std::string_view stdout_bytes,
-                                    std::string_view stderr_tail) {
-  auto [b, e] = last_line(stderr_tail);
-  std::string_view line = stderr_tail.substr(b, e - b);
+                                    std::string_view verdict) {
+  auto [b, e] = last_line(verdict);
+  std::string_view line = verdict.substr(b, e - b);
   if (line.substr(0, kSignaturePrefix.size()) != kSignaturePrefix)
-    return fail("the judge's signature line is missing (the last stderr line must be '" +
-                std::string(kSignaturePrefix) + "<hex>'): the result was not produced by the judge");
+    return fail("the judge's signature line is missing (its verdict channel, " + std::string(kVerdictFdVariable) +
+                ", must end with '" + std::string(kSignaturePrefix) +
+                "<hex>'): the result was not produced by the judge, or the judge was killed before signing");
   std::string_view given = line.substr(kSignaturePrefix.size());
   while (!given.empty() && (given.back() == ' ' || given.back() == '\t')) given.remove_suffix(1);
   std::string expected = hmac_sha256_hex(key, stdout_bytes);
   if (given.size() != expected.size() || CRYPTO_memcmp(given.data(), expected.data(), expected.size()) != 0)
     return fail("the judge's signature does not match the output received: the result was forged or altered");
   return ok();
-}
-
-std::string strip_signature_line(std::string_view stderr_tail) {
-  auto [b, e] = last_line(stderr_tail);
-  if (stderr_tail.substr(b, e - b).substr(0, kSignaturePrefix.size()) == kSignaturePrefix)
-    return std::string(stderr_tail.substr(0, b));
-  return std::string(stderr_tail);
 }
 
 }  // namespace kzoo::runner

@@ -1,5 +1,5 @@
 // The judge's signature line: exactly HMAC-SHA256(seed, stdout), as the last
-// line of stderr; anything else is a forgery.
+// line of its verdict channel; anything else is a forgery.
 #include "kzoo/runner/signature.hpp"
 
 #include <gmock/gmock.h>
@@ -15,18 +15,17 @@ TEST(Hmac, MatchesRfc4231TestCase2) {
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 
-TEST(JudgeSignature, AcceptsTheHmacOfTheExactStdoutAsTheLastStderrLine) {
+TEST(JudgeSignature, AcceptsTheHmacOfTheExactStdoutAsTheLastLine) {
   std::string key(32, '\x07'), out = "{\"a\": 1}\n";
-  std::string err = "log line\nkzoo-judge-signature: " + hmac_sha256_hex(key, out) + "\n";
-  EXPECT_TRUE(verify_judge_signature(key, out, err).has_value());
-  EXPECT_EQ(strip_signature_line(err), "log line\n");
+  std::string verdict = "kzoo-judge-signature: " + hmac_sha256_hex(key, out) + "\n";
+  EXPECT_TRUE(verify_judge_signature(key, out, verdict).has_value());
 }
 
-TEST(JudgeSignature, RefusesAMissingLine) {
-  auto r = verify_judge_signature("k", "{}", "just logs\n");
+TEST(JudgeSignature, RefusesAMissingLineNamingTheChannel) {
+  auto r = verify_judge_signature("k", "{}", "");
   ASSERT_FALSE(r.has_value());
   EXPECT_THAT(r.error().message, HasSubstr("missing"));
-  EXPECT_EQ(strip_signature_line("just logs\n"), "just logs\n");
+  EXPECT_THAT(r.error().message, HasSubstr("KZOO_VERDICT_FD"));
 }
 
 TEST(JudgeSignature, RefusesALineThatIsNotLast) {

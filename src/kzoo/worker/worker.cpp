@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <regex>
 #include <thread>
@@ -161,11 +162,36 @@ class Heartbeat {
   std::thread thread_;
 };
 
-// The board's guardrails a case must keep besides the task's own tolerance.
-std::vector<std::string> guardrail_breaks(const json& measured, const board::Rules& rules) {
+// The board's guardrails a case must keep besides the task's own tolerance. The judge
+// holds every compared element to atol + rtol * |reference| itself and says so in each
+// case's `guardrails` (docs/JUDGE.md): then what counts is that it held the board's bound,
+// or a task's own where its calibration proves the board's impossible (an fp8 output one
+// rounding step apart). A document without them (an older judge) is held to the largest
+// absolute and relative errors instead.
+std::vector<std::string> guardrail_breaks(const json& measured, const json& document, const board::Rules& rules) {
   std::vector<std::string> out;
+  std::map<std::string, const json*> held;
+  if (document.is_object() && document.contains("cases") && document["cases"].is_array())
+    for (const auto& c : document["cases"])
+      if (c.is_object() && c.contains("guardrails") && c["guardrails"].is_object() && c.contains("test_case_id") &&
+          c["test_case_id"].is_string())
+        held[c["test_case_id"].get<std::string>()] = &c["guardrails"];
   for (const auto& c : measured["cases"]) {
     std::string id = c["id"];
+    if (auto it = held.find(id); it != held.end()) {
+      const json& g = *it->second;
+      bool bounded = g.value("correctness_atol", json()).is_number() || g.value("correctness_rtol", json()).is_number();
+      if ((rules.atol || rules.rtol) && !bounded)
+        out.push_back(fmt::format("test case {}: the judge held no elementwise bound, the board asks for atol {} and "
+                                  "rtol {} (scienceslack.json guardrails)",
+                                  id, rules.atol.value_or(0), rules.rtol.value_or(0)));
+      else if (g.value("bound_ratio_max", json()).is_number() && g["bound_ratio_max"].get<double>() > 1.0)
+        out.push_back(fmt::format("test case {}: an element is {:.3g}x outside atol {} + rtol {} x |reference| "
+                                  "(scienceslack.json guardrails)",
+                                  id, g["bound_ratio_max"].get<double>(), g.value("correctness_atol", json(0)).dump(),
+                                  g.value("correctness_rtol", json(0)).dump()));
+      continue;
+    }
     if (rules.atol && c["error_abs_max"].is_number() && c["error_abs_max"].get<double>() > *rules.atol)
       out.push_back(fmt::format("test case {}: largest absolute error {:.4g} is over the board's atol {:.4g} "
                                 "(scienceslack.json guardrails)",
@@ -389,6 +415,11 @@ JobReport Worker::process(const store::Job& job) {
         timed_runs = o_.iterations.value_or(rules->timed_runs);
         g.judge_options["warmup"] = rules->warmup;
         g.judge_options["trials"] = rules->inputs;
+        // The board's elementwise guardrail, held by the judge on every compared element
+        // (docs/JUDGE.md, "Guardrails"), and the rules it ran under (its provenance).
+        if (rules->atol) g.judge_options["atol"] = *rules->atol;
+        if (rules->rtol) g.judge_options["rtol"] = *rules->rtol;
+        g.judge_options["rules_commit"] = rules->commit;
       }
       if (has_incumbent) {
         const std::string inc_dir = w->root + "/.kzoo/incumbent";
@@ -418,7 +449,7 @@ JobReport Worker::process(const store::Job& job) {
       // The check (board/): what it measured, under which rules, and whether it
       // passed; a failed check counts for nothing.
       json measured = board::measured_cases(graded.document, board::primaries_from_metas(trusted_insp.metas));
-      std::vector<std::string> breaks = rules ? guardrail_breaks(measured, *rules) : std::vector<std::string>{};
+      std::vector<std::string> breaks = rules ? guardrail_breaks(measured, graded.document, *rules) : std::vector<std::string>{};
       const bool judged_ok = graded.document.is_object() && measured["correct"].get<bool>() &&
                              (is_baseline || v.outcome == verdict::Outcome::accepted);
       std::vector<std::string> board_notes;

@@ -1,0 +1,167 @@
+"""Containment: every process of the run but the judge and the side being timed, stopped.
+
+Why not the child's process group (as until 2026-12): anything that leaves the group
+(`setsid`, `setpgid`, a new session) escaped SIGSTOP. On an H200 a submission whose
+helper, in a session of its own and with a CUDA context of its own, kept the GPU busy
+whenever the submission was stopped -- that is, while the incumbent was timed -- was
+accepted as 2.33x faster than the very same code (issue 10).
+
+Why not cgroups (cgroup.freeze): the judge runs inside the sandbox as an unprivileged
+user with no delegated cgroup subtree, so it cannot make groups for its children; the
+runner's cgroup holds the whole run. What the judge can rely on instead is the process
+tree: it makes itself a child subreaper (PR_SET_CHILD_SUBREAPER), so every orphan of
+its descendants -- a double fork, a daemon -- is re-parented to the judge, never
+outside it. Every process of the run is then a descendant of the judge, and the judge
+can name them all by walking /proc.
+
+The rule, per timed batch: stop every descendant of the judge except the judge's own
+helpers (present before any submitted code ran: torch's shared-memory manager) and the
+tree of the child being timed. Orphans (re-parented to the judge after that) are
+stopped whichever side runs: an honest child leaves none. Stopped processes cannot
+start work; work they queued on the GPU before they stopped is what
+Judge._await_quiet_device looks for.
+"""
+
+import ctypes
+import os
+import signal
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+
+# Pids of the children the judge spawned through subprocess (channel.Child): their Popen
+# objects reap them; every other child of the judge is an adopted orphan, reaped here.
+SPAWNED = set()
+
+
+def become_subreaper():
+    """Orphans of the judge's descendants are re-parented to the judge (not to init). Best effort:
+    returns False where prctl refuses (then an orphan may escape the scan, as before)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except OSError:
+        return False
+
+
+def _stat(pid):
+    """(ppid, state) of a process, or None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            rest = f.read().rsplit(b")", 1)[1].split()
+        return int(rest[1]), rest[0].decode()
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def children_map():
+    """{ppid: [pid, ...]} of every process visible in /proc."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        st = _stat(int(name))
+        if st is not None:
+            out.setdefault(st[0], []).append(int(name))
+    return out
+
+
+def descendants(root, kids):
+    """Every descendant of `root` (not root itself) in the {ppid: [pid]} map `kids`."""
+    out, todo = set(), list(kids.get(root, []))
+    while todo:
+        p = todo.pop()
+        if p in out:
+            continue
+        out.add(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+class Freezer:
+    def __init__(self, judge_pid=None):
+        self.judge = judge_pid or os.getpid()
+        self.own = set()  # the judge's own helper processes (adopt_helpers)
+
+    def adopt_helpers(self, sides):
+        """Call before any submitted code runs: the judge's direct children that are not the
+        children it judges (`sides`: their pids) are its own helpers and are never stopped."""
+        self.own = set(children_map().get(self.judge, [])) - set(sides)
+
+    def reap(self):
+        """Collect the adopted orphans that have exited: a subreaper that never waits for them
+        keeps one zombie for each (a child's shared-memory manager outlives every child)."""
+        for p in children_map().get(self.judge, []):
+            if p in SPAWNED or p in self.own:
+                continue
+            st = _stat(p)
+            if st is not None and st[1] == "Z":
+                try:
+                    os.waitpid(p, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+
+    def freeze(self, keep=None, timeout_s=10.0):
+        """Stop every descendant of the judge but its helpers and the tree of pid `keep` (None:
+        stop them all). Repeats until no such process is left running (one may fork between
+        the scan and the signal). Returns the set of pids it stopped (for thaw)."""
+        self.reap()
+        stopped = set()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            kids = children_map()
+            spared = set(self.own)
+            for h in self.own:
+                spared |= descendants(h, kids)
+            if keep is not None:
+                spared |= {keep} | descendants(keep, kids)
+            targets = {p for p in descendants(self.judge, kids) - spared - stopped if (_stat(p) or (0, "Z"))[1] != "Z"}
+            if not targets:
+                break
+            for p in targets:
+                try:
+                    os.kill(p, signal.SIGSTOP)
+                    stopped.add(p)
+                except ProcessLookupError:
+                    pass
+            if time.monotonic() > deadline:
+                break
+        self._wait_stopped(stopped, deadline)
+        return stopped
+
+    @staticmethod
+    def _wait_stopped(pids, deadline):
+        """Until every pid is really stopped (SIGSTOP is asynchronous) or gone."""
+        for p in pids:
+            while time.monotonic() < deadline:
+                st = _stat(p)
+                if st is None or st[1] in ("T", "t", "Z", "X"):
+                    break
+                time.sleep(0.0002)
+
+    @staticmethod
+    def thaw(pids):
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+    def kill_all(self):
+        """SIGKILL every descendant but the judge's helpers: the run is over."""
+        for _ in range(20):
+            kids = children_map()
+            spared = set(self.own)
+            for h in self.own:
+                spared |= descendants(h, kids)
+            targets = {p for p in descendants(self.judge, kids) - spared if (_stat(p) or (0, "Z"))[1] != "Z"}
+            if not targets:
+                break
+            for p in targets:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+            self.reap()
+        self.reap()

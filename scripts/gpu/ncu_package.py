@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Runs a package's entry point at every graded shape of its task under Nsight Compute.
+
+Usage (on the GPU machine, from the repository root):
+  ncu --profile-from-start off --clock-control none --cache-control all \
+      --metrics gpu__time_duration.sum --csv \
+      python3 scripts/gpu/ncu_package.py TASK.json SRC_DIR [CALLS] > NCU.csv
+  python3 scripts/gpu/ncu_sum.py NCU.csv CALLS --by-marker   # one line per graded shape
+
+One process for all the task's graded shapes (a process per shape spent most of a device
+call importing torch). Per shape: CALLS + 2 input sets from the judge's own generator, two
+warm-up calls, then -- between cudaProfilerStart and Stop, so ncu sees nothing else -- one
+marker kernel (torch.cuda._sleep, named spin_kernel) and the CALLS calls. ncu_sum.py splits
+the kernel list at the markers. The independent cross-check of the judge's median
+(scripts/gpu/fidelity.sh).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+
+from eager_package import load  # noqa: E402
+from kzoo_judge import inputs  # noqa: E402
+
+
+def main():
+    task_path, src_dir = sys.argv[1], sys.argv[2]
+    calls = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    task, name, _, fn = load(task_path, src_dir, 0)
+    _, workload = task.workload(None)
+    for index, shape in enumerate(workload["graded"]):
+        dims = task.bind(workload, shape)
+        sets = [inputs.make_inputs(task, dims, 1000 * (index + 1) + i, "cuda") for i in range(calls + 2)]
+        for s in sets[:2]:
+            fn(*s)
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStart()
+        torch.cuda._sleep(1000)  # the marker: shape `index` starts here
+        for s in sets[2:]:
+            fn(*s)
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStop()
+        del sets
+        torch.cuda.empty_cache()
+        print("ncu_package: %s workload %s graded shape %d %s, %d calls" % (task.name, name, index, dims, calls),
+              file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
