@@ -89,7 +89,7 @@ if step fidelity; then
   n=$(grep -c '| accepted$' "$ft" 2>/dev/null); bad=$(grep -c 'NOT accepted$' "$ft" 2>/dev/null)
   row "fidelity.sh: every catalog package accepted" yes "$([ "${bad:-1}" = 0 ] && [ "${n:-0}" -gt 0 ] && echo yes || echo no)" \
     "$(since "$t0")" "$n cases accepted, $bad not"
-  last=$(tail -1 "$ft" 2>/dev/null)
+  last=$(grep "^fidelity: [0-9]" "$ft" 2>/dev/null | tail -1)
   row "fidelity: every case within 1% of ncu, repeats within 1%" yes \
     "$(awk '/^fidelity:/ { print ($2 == $4 && $2 > 0 && $11 == $13) ? "yes" : "no" }' <<< "$last")" 0 "$last"
 fi
