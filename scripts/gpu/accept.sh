@@ -110,6 +110,7 @@ done <<< "$samples"
 
 # 2. the service on the GPU: identical code refused (its A/B within 1% of 1.0x), a faster sample
 #    accepted, a slower one rejected
+if step identical || step samples; then
 data=$(mktemp -d /tmp/kzoo-data.XXXXXX)
 port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export KZOO_SERVER=http://127.0.0.1:$port
@@ -121,6 +122,7 @@ KZOO_TOKEN=$("$K" token new accept --data "$data/d" 2>> "$LOGS/init.log"); expor
 "$K" worker --data "$data/d" --device cuda --catalog catalog --judge-dir judge --python "$PY" --timeout 200 \
   > "$LOGS/worker.log" 2>&1 & worker=$!
 for _ in $(seq 100); do curl -fsS "$KZOO_SERVER/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+fi
 geomean() { "$PY" -c 'import json,sys
 try:
     d = json.load(open(sys.argv[1])); v = d.get("verdict") or {}
@@ -151,8 +153,10 @@ while read -r file kid module vs; do
   [ "$want" = accepted ] && row "service: upload to A/B verdict within 20 s" yes \
     "$(awk -v t="$took" 'BEGIN { print (t + 0 <= 20) ? "yes" : "no" }')" "$took" "${file%.py}"
 done <<< "$samples"
-kill "$worker" "$serve" 2>/dev/null; wait "$worker" "$serve" 2>/dev/null
-rm -rf "$data"
+if step identical || step samples; then
+  kill "$worker" "$serve" 2>/dev/null; wait "$worker" "$serve" 2>/dev/null
+  rm -rf "$data"
+fi
 
 # 3. the judge's GPU test classes
 if step tests; then
