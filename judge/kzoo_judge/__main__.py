@@ -18,6 +18,7 @@ def main(argv=None):
     r.add_argument("--warmup", type=int)
     r.add_argument("--trials", type=int)
     r.add_argument("--incumbent", help="folder holding the incumbent's definition.module: time both, A/B (ab.py)")
+    r.add_argument("--options", help="more KZOO_OPTIONS keys, as a JSON object (e.g. '{\"trace\": true, \"pad_us\": 100}')")
     c = sub.add_parser("calibrate", help="measure a task's E and D")
     c.add_argument("--task-dir", required=True)
     c.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -43,6 +44,17 @@ def main(argv=None):
     opts = {k: v for k, v in (("iterations", args.iterations), ("warmup", args.warmup), ("trials", args.trials)) if v is not None}
     if args.incumbent:
         opts["incumbent_src"] = os.path.abspath(args.incumbent)
+    if args.options:
+        import json
+        try:
+            more = json.loads(args.options)
+        except ValueError as e:
+            print("kzoo-judge: --options is not JSON: %s" % e, file=sys.stderr)
+            return 2
+        if not isinstance(more, dict):
+            print("kzoo-judge: --options must be a JSON object", file=sys.stderr)
+            return 2
+        opts.update(more)
     doc = entry.run_judge(task, cases, secret, device, os.path.abspath(args.module_dir), opts, args.kernel_id, args.runner_id,
                           args.task)
     return entry.emit(doc, secret, verdict_fd)

@@ -46,7 +46,9 @@ class Options:
         self.incumbent_src = raw.get("incumbent_src") or None
         # GPU: the device is kept busy this long before each timed call's start event
         # (child.Harness._pad), so the host's launch overlaps it.
-        self.pad_us = float(raw.get("pad_us", 100.0))
+        self.pad_us = float(raw.get("pad_us", 250.0))
+        # Log every timed call's figures (stream, tail, the judge's clock): a diagnostic.
+        self.trace = bool(raw.get("trace", False))
         # The share of timed calls whose outputs are compared with the reference, chosen by the
         # secret after the calls ran (never fewer than min_checked per case): every call is
         # timed, checked for structure and aliasing, and its outputs copied out, but only the
@@ -131,6 +133,7 @@ class Judge:
         self.build_error = None
         self.retried = 0  # timed batches (or A/B pairs) re-run because the clocks disagreed
         self.phases = timing.Phases(torch.cuda.synchronize if device == "cuda" else None)
+        self.calls_phase = "child batches"  # where the judge's clock over the child's calls is counted
         # Judge and child spin-wait for each other around each timed call (the doorbell,
         # bell.py) when each has a CPU to spin on: on the CPU the judge keeps off the timing
         # CPU (channel.keep_off_timing_cpu); on a GPU any two CPUs do. Why on a GPU too: through
@@ -176,6 +179,13 @@ class Judge:
     def _calibrate(self, child, cases, overheads):
         """The harness's own cost, measured with judge-owned code BEFORE the
         module is imported (it cannot have patched anything yet)."""
+        before, self.calls_phase = self.calls_phase, "calibration calls"
+        try:
+            self._calibrate_cases(child, cases, overheads)
+        finally:
+            self.calls_phase = before
+
+    def _calibrate_cases(self, child, cases, overheads):
         for case in cases:
             dims = self.timing_dims(case)[0]
             key = self._dims_key(dims)
@@ -226,7 +236,7 @@ class Judge:
                 with self.phases("inputs"):
                     return inputs.make_inputs(self.task, dims, self.secret.derive("floor", key, level, k), self.device)
             try:
-                _, stream, tails, _, _ = self._one_by_one(child, 3, make_set, out_slot, "trivial", opts)
+                _, stream, tails, _, _ = self._one_by_one(child, timing.FLOOR_CALLS, make_set, out_slot, "trivial", opts)
             except CaseFailure as e:
                 raise ChildFailure("protocol", "harness calibration failed: %s" % e)
             self._check_tails(tails)
@@ -314,6 +324,9 @@ class Judge:
         if mode == "timed":
             self.phases.note("of which timed calls (child's figures)", sum(stream) / 1e9)
             child_ns = timing.window_ns(stream, tails, chosen.tail_floors.get(self._dims_key(dims)))
+            if self.opt.trace:
+                log("trace: stream %s us; tails %s us" % (["%.1f" % (x / 1e3) for x in stream],
+                                                          ["%.1f" % (x / 1e3) for x in tails]))
         else:
             child_ns = stream  # the profiler pass: (events, calls)
         if out_arena is not None:
@@ -404,7 +417,7 @@ class Judge:
                 t0 = time.perf_counter_ns()
                 r = self._go(chosen, msg, 1, spin)
                 clock = chosen.arrived_ns - t0
-                self.phases.add("child batches", (time.perf_counter_ns() - t0) / 1e9)
+                self.phases.add(self.calls_phase, (time.perf_counter_ns() - t0) / 1e9)
                 self._copy_slot(chosen, slot)
             wall += clock
             r = self._checked_reply(r, 1, k)
@@ -447,7 +460,7 @@ class Judge:
             r = chosen.recv(left, self.spin_s)
         except ChildFailure as e:
             raise CaseFailure("timeout" if e.kind == "timeout" else "error", str(e))
-        self.phases.add("child batches", (time.perf_counter_ns() - start) / 1e9)
+        self.phases.add(self.calls_phase, (time.perf_counter_ns() - start) / 1e9)
         if r[0] == "done" and not (armed and finished):
             # An honest harness always rings: a "done" without it would time nothing.
             raise CaseFailure("error", "the child broke the protocol: it answered a doorbell call without %s"
@@ -468,7 +481,7 @@ class Judge:
         go = "trivial" if mode == "trivial" else "submission"
         r = self._go(chosen, ("profile", opts) if mode == "profile" else ("go", go, opts), len(sets))
         wall = chosen.arrived_ns - t0
-        self.phases.add("child batches", (time.perf_counter_ns() - t0) / 1e9)
+        self.phases.add(self.calls_phase, (time.perf_counter_ns() - t0) / 1e9)
         if mode == "profile" and r[0] == "profile" and len(r) == 4 and isinstance(r[3], list) and len(r[3]) == len(sets):
             return r[1:3], None, r[3], wall
         r = self._checked_reply(r, len(sets), 0)
@@ -623,9 +636,13 @@ class Judge:
         """Every correctness shape, `trials` fresh input sets each, checked. Returns (ok, message, verdicts)."""
         verdicts = []
         shapes = self.task.shapes(workload, "correctness")
-        for si, dims in enumerate(shapes):
-            labels = [("correctness", workload, si, t) for t in range(self.opt.trials)]
-            self._batch(dims, labels, "call", verdicts.append)
+        before, self.calls_phase = self.calls_phase, "correctness calls"
+        try:
+            for si, dims in enumerate(shapes):
+                labels = [("correctness", workload, si, t) for t in range(self.opt.trials)]
+                self._batch(dims, labels, "call", verdicts.append)
+        finally:
+            self.calls_phase = before
         return verdicts
 
     def timed(self, case, dims, verdicts):
@@ -682,8 +699,15 @@ class Judge:
         """One timed batch's samples: checked against the judge's clock, and on the GPU evened
         out when its calls are too unequal to be honest (timing.even_out)."""
         bell = self.spin_s > 0  # timed through the doorbell (_rung_call)
-        f = timing.cross_check(child_ns, wall, overhead,
-                               timing.PLAUSIBLE_FRACTION_BELL if bell else timing.PLAUSIBLE_FRACTION)
+        if self.device == "cuda":
+            fraction = timing.PLAUSIBLE_FRACTION_GPU
+        else:
+            fraction = timing.PLAUSIBLE_FRACTION_BELL if bell else timing.PLAUSIBLE_FRACTION
+        f = timing.cross_check(child_ns, wall, overhead, fraction)
+        if self.opt.trace:
+            log("trace: batch of %d: child %s us; judge %.1f us/call (est), wall %.1f us/call, overhead %r; flagged %s"
+                % (len(child_ns), ["%.1f" % (c / 1e3) for c in child_ns], f.judge_per_call_ns / 1e3,
+                   wall / max(len(child_ns), 1) / 1e3, overhead.as_dict(), f.flagged))
         return timing.even_out(f) if self.device == "cuda" else f
 
     def _rerun_while_flagged(self, attempt):

@@ -51,6 +51,12 @@ PLAUSIBLE_FRACTION = 0.75
 # child whose clock ran at 0.8x its real speed passed the general bound (test_exploits
 # Patching.test_a_clock_running_slow_by_a_fifth).
 PLAUSIBLE_FRACTION_BELL = 0.9
+# The bound on a GPU with the doorbell. Honest paced batches of 500-800 us Triton calls read
+# 0.79-0.93 of the judge's estimate on an H200 (2026-12-01): a real call's own harness costs
+# (its output's copy after a real kernel, its drain) exceed the trivial calibration call's by
+# 40-100 us, which the 0.9 bound flagged as lying. Until that gap is measured and modelled,
+# the general bound holds on the GPU (docs/JUDGE.md, residual risks).
+PLAUSIBLE_FRACTION_GPU = PLAUSIBLE_FRACTION
 # Absolute slack (ns) for scheduler noise on a loaded machine.
 SLACK_NS = 200_000
 
@@ -60,6 +66,12 @@ SLACK_NS = 200_000
 # between levels: on an H200 the least tail grew from ~35 us at 1 ms to 70-146 us at
 # 16 ms, and a call is charged the floor of the level below its own length.
 FLOOR_LEVELS_US = (250, 500, 1000, 2000, 4000, 8000, 16000, 32000)
+
+
+# The floor of a calibration level (TailFloors.add): this quantile of its calls' tails.
+TAIL_QUANTILE = 0.8
+# Judge-owned calls per calibration level (enough for TAIL_QUANTILE to mean something).
+FLOOR_CALLS = 6
 
 
 class TailFloors:
@@ -78,10 +90,17 @@ class TailFloors:
         self.levels = []  # [(least stream ns of the level's calls, least tail ns)], sorted
 
     def add(self, streams_ns, tails_ns):
-        """One level's calls: their stream times and tails."""
+        """One level's calls: their stream times and tails. The level's floor is a high quantile
+        of its tails (TAIL_QUANTILE), not the least: an honest call's tail is the harness's
+        host round trip (spin, sync, the end event's launch), which jitters by tens of
+        microseconds; against the least, every honest call was charged its jitter: +5-15% on
+        500 us kernels on an H200, with 6-13% spread between calls (docs/PERF.md, 2026-12-01).
+        Work hidden on a side stream still lengthens the tail past it; what a floor lets
+        through is the harness's own jitter, and a child that patches its tails is bounded by
+        the judge's clock (cross_check) either way."""
         if not streams_ns or len(streams_ns) != len(tails_ns):
             return
-        self.levels.append((min(streams_ns), min(tails_ns)))
+        self.levels.append((min(streams_ns), quantile(sorted(tails_ns), TAIL_QUANTILE)))
         self.levels.sort()
 
     def at(self, stream_ns):
