@@ -1,7 +1,8 @@
-"""The catalog table's arithmetic (catalog_table.py), on the CPU.
+"""The catalog table's arithmetic (catalog_table.py) and the compile fix of catalog_helper.py, on the CPU.
 
 Run from scripts/gpu: python3 -m unittest -v test_catalog_table
 """
+import importlib
 import json
 import os
 import sys
@@ -126,6 +127,23 @@ class Records(unittest.TestCase):
                 dump(task, {"grading": {"tolerance": {"comparator": "rowwise", "value": value, "row_pass": 0.99}}})
                 r = ct.tolerance_record("fp8-quant-per-token", task, cal, fast)
                 self.assertEqual((r["admissible"], r["proposed"]), (admissible, proposed))
+
+
+class CompileFix(unittest.TestCase):
+    def test_the_reference_module_is_importable_for_dynamo(self):
+        # torch.compile imports the traced function's module; a reference's is kzoo_reference, which no
+        # import made ("No module named 'kzoo_reference'" on the GPU, 2026-12-01).
+        import catalog_helper
+        from kzoo_judge import reference, task as task_mod
+        task = task_mod.load(os.path.join(HERE, "..", "..", "catalog", "tasks", "softmax", "task.json"))
+        fn = reference.load(task)
+        sys.modules.pop(fn.__module__, None)
+        with self.assertRaises(ModuleNotFoundError):
+            importlib.import_module(fn.__module__)
+        catalog_helper._as_module(fn)
+        mod = importlib.import_module(fn.__module__)
+        self.assertIs(getattr(mod, task.entry_point), fn)
+        self.assertIs(mod.torch, fn.__globals__["torch"])
 
 
 if __name__ == "__main__":
