@@ -301,27 +301,16 @@ def summary(path):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    t = sub.add_parser("table")
-    t.add_argument("folder")
-    t.add_argument("--write", metavar="DOC")
-    s = sub.add_parser("summary")
-    s.add_argument("part")
-    g = sub.add_parser("grade-records")
-    g.add_argument("kind")
-    g.add_argument("task")
-    g.add_argument("grade_json")
-    tg = sub.add_parser("tag-records")
-    tg.add_argument("kind")
-    n = sub.add_parser("ncu-record")
-    n.add_argument("task")
-    n.add_argument("shape")
-    n.add_argument("csv")
-    n.add_argument("calls", type=int)
-    c = sub.add_parser("tolerance-record")
-    c.add_argument("task")
-    c.add_argument("task_json")
-    c.add_argument("calibrate_json")
-    c.add_argument("fastmath_json")
+    # Each command's positional arguments (see the module's docstring).
+    commands = {"table": ["folder"], "summary": ["part"], "grade-records": ["kind", "task", "grade_json"],
+                "tag-records": ["kind"], "ncu-record": ["task", "shape", "csv", "calls"],
+                "tolerance-record": ["task", "task_json", "calibrate_json", "fastmath_json"]}
+    for name, args in commands.items():
+        sp = sub.add_parser(name)
+        for arg in args:
+            sp.add_argument(arg, type=int if arg == "calls" else str)
+        if name == "table":
+            sp.add_argument("--write", metavar="DOC")
     a = p.parse_args(argv)
     try:
         if a.cmd == "table":
