@@ -1,59 +1,83 @@
 #!/usr/bin/env bash
-# The catalog on a GPU machine in one device call (docs/CATALOG.md): for every task in catalog/tasks,
-#   A. (in parallel, nothing timed) E and D on the GPU torch (`kzoo task calibrate --device cuda`), the
-#      tolerance checked against honest fast-math variants (catalog_helper.py fastmath: the solution, and
-#      the reference with reduced-precision matmuls), and torch.compile(mode="max-autotune") of the
-#      reference compiled and autotuned into a shared inductor cache (catalog_helper.py time --warm-only);
-#   B. each solution (catalog/solutions/gpu) graded by `kzoo grade --device cuda --json`, in the sandbox;
-#   C. (quiet GPU) torch.compile of each reference timed from that cache, the eager reference, the vendor
-#      library for T4 tasks, and the roofline (catalog_helper.py time: CUDA events, L2 flushed, median);
-#   D. each eager package (catalog/kernel_data) graded by `kzoo grade --device cuda --json`;
-#   E. one table: task, eager, torch.compile, solution, % of roofline, target, met?; the proposed
-#      tolerances in $OUT/tolerances.json; every log in $OUT/catalog_logs.tar.gz.
-# Every step is bounded by its own timeout and by the call's deadline (DEADLINE_S, default 535 s): a step
-# that would outrun it is skipped and says so in the table, and a task that fails never stops the others.
-# Priorities when the deadline bites: the solutions' grades (B) and the compile timings (C) first; an
-# eager package whose grade is skipped (D) shows the helper's CUDA-event figure instead, marked (events).
-# A second call with TASKS=... finishes what one call could not.
+# The catalog on a GPU machine, in named parts (docs/CATALOG.md, "The H200 table"). Each part fits one
+# device call -- under 9 minutes on one H200 for the twelve tasks -- and leaves three files under $OUT:
+# PART.jsonl (a `run` line: commit, GPU, torch; then one line per task and graded shape), PART.txt (the
+# steps with their times, and what the deadline skipped) and PART_logs.tar.gz (every log).
+#   PART=calibrate  E and D on the GPU torch (`kzoo task calibrate --device cuda`) and the tolerance checked
+#                   against honest fast-math variants (catalog_helper.py fastmath: the solution, and the
+#                   reference with reduced-precision matmuls), JOBS at a time; each line proposes a tolerance.
+#   PART=compile    torch.compile(mode="max-autotune") of each reference compiled and autotuned JOBS at a time
+#                   into a shared inductor cache, nothing timed; then, one task at a time on the quiet GPU,
+#                   timed from that cache with the roofline, the fp32 reference run eagerly and, for T4 tasks,
+#                   the vendor library (catalog_helper.py time: CUDA events, L2 flushed, median).
+#   PART=eager      each eager package (catalog/kernel_data) graded by `kzoo grade --device cuda --json` in the
+#                   sandbox, then, in the time left, timed in-process with CUDA events (catalog_helper.py events).
+#   PART=solutions  each GPU solution (catalog/solutions/gpu) the same two ways.
+#   PART=ncu        each GPU solution's kernels under Nsight Compute: gpu__time_duration summed per call over
+#                   NCU_CALLS calls (ncu_eager.py, ncu_sum.py), the ground truth the judge's figure is read against.
+# The table comes from the five parts' .jsonl files of one commit gathered in one folder:
+#   python3 scripts/gpu/catalog_table.py table FOLDER
+# Every step is bounded by its own timeout and by the call's deadline (DEADLINE_S, default 520 s): a step that
+# would outrun it is skipped and PART.txt names it with the call that finishes the part (TASKS=...). A task
+# that fails never stops the others.
 # Setup as scripts/gpu/judge_h200.sh: run from the repository root with .device/ carried (.device/bin/kzoo,
-# .device/lib/, Debian's bubblewrap .deb). Knobs: TASKS (space-separated, default all), ITERATIONS (timed
-# calls per graded case, default 30), JOBS (parallel jobs in step A, default 6), OUT, KZOO_PYTHON.
-#   usage: bash scripts/gpu/catalog_bench.sh
+# .device/lib/, Debian's bubblewrap .deb, .device/COMMIT). Knobs: TASKS (space-separated, default all), SHAPES
+# (graded shape indices, default 0), ITERATIONS (timed calls per graded case, default 30), JOBS (parallel jobs
+# in calibrate and compile, default 6 and 4), NCU_CALLS (default 5), OUT, KZOO_PYTHON.
+#   usage: PART=eager bash scripts/gpu/catalog_bench.sh
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 START=$(date +%s)
-DEADLINE=${DEADLINE_S:-535}
-# $OUT gets the table, the proposed tolerances, the timings and one archive of everything else
-# (the device tool brings back at most 8 files); the step logs and results go to $WORK.
+PARTS="calibrate compile eager solutions ncu"
+PART=${PART:-}
+case " $PARTS " in
+  *" $PART "*) [ -n "$PART" ] ;;
+  *) false ;;
+esac || {
+  echo "catalog_bench.sh: PART must be one of: $PARTS (got '$PART'); each part is one device call, e.g. PART=eager bash $0" >&2
+  exit 2
+}
+DEADLINE=${DEADLINE_S:-520}
 OUT=${OUT:-/tmp/kzoo-out}
 WORK=${WORK:-$(mktemp -d /tmp/kzoo-catalog.XXXXXX)}
-mkdir -p "$OUT" "$WORK"/{calibrate,fastmath,warm,grade}
+mkdir -p "$OUT" "$WORK/logs"
 PY=${KZOO_PYTHON:-/opt/torch/.venv/bin/python3}
 [ -x "$PY" ] || PY=$(command -v python3)
-[ -x .device/bin/kzoo ] || { echo "catalog_bench.sh: .device/bin/kzoo missing: run scripts/gpu/bundle.sh here and carry .device" >&2; exit 2; }
-JOBS=${JOBS:-6}
+if [ "$PART" != compile ] && [ "$PART" != ncu ] && [ ! -x .device/bin/kzoo ]; then
+  echo "catalog_bench.sh: .device/bin/kzoo missing: run scripts/gpu/bundle.sh here and carry .device" >&2; exit 2
+fi
 ITER=${ITERATIONS:-30}
-mkdir -p /tmp/bw && dpkg -x .device/bubblewrap_*.deb /tmp/bw
-export KZOO_BWRAP=/tmp/bw/usr/bin/bwrap LD_LIBRARY_PATH=$PWD/.device/lib KZOO_PYTHON=$PY
-# Steps A and C share the compiled and autotuned kernels through this cache.
+SHAPES=${SHAPES:-0}
+TASKS=${TASKS:-$(ls catalog/tasks)}
+if ls .device/bubblewrap_*.deb >/dev/null 2>&1; then
+  mkdir -p /tmp/bw && dpkg -x .device/bubblewrap_*.deb /tmp/bw && export KZOO_BWRAP=/tmp/bw/usr/bin/bwrap
+fi
+export LD_LIBRARY_PATH=$PWD/.device/lib KZOO_PYTHON=$PY
+# The compile part's two steps share the compiled and autotuned kernels through this cache.
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/kzoo-inductor}
 K=$PWD/.device/bin/kzoo
 H=scripts/gpu/catalog_helper.py
-TASKS=${TASKS:-$(ls catalog/tasks)}
+T=scripts/gpu/catalog_table.py
 LOG="$WORK/steps.txt"
 : > "$LOG"
+: > "$WORK/records.jsonl"
 
 left() { echo $((DEADLINE - ($(date +%s) - START))); }
-# bounded SECONDS CMD...: CMD under the smaller of SECONDS and the time left (exit 124 when skipped or cut).
+step() { echo "[$(($(date +%s) - START)) s] $*" | tee -a "$LOG"; }
+# bounded SECONDS WHAT CMD...: CMD under the smaller of SECONDS and the time left; a step the deadline leaves
+# no room for is skipped, and WHAT (a task) is listed so that a second call can finish the part.
 bounded() {
-  local t=$1 l
-  shift
+  local t=$1 what=$2 l
+  shift 2
   l=$(left)
   [ "$l" -lt "$t" ] && t=$l
-  if [ "$t" -le 5 ]; then echo "skipped (deadline): $*" >> "$LOG"; return 124; fi
+  if [ "$t" -le 10 ]; then
+    echo "skipped (deadline): $*" >> "$LOG"
+    echo "$what" >> "$WORK/skipped"
+    return 124
+  fi
   timeout -k 5 "$t" "$@"
 }
-step() { echo "[$(($(date +%s) - START)) s] $*" | tee -a "$LOG"; }
 # The package of TASK under ROOT (catalog/kernel_data or catalog/solutions/gpu): the one whose desc.yaml
 # names the task.
 pkg_of() {
@@ -61,167 +85,134 @@ pkg_of() {
   f=$(grep -l -x "    ref: $2" $(find "$1" -path '*/.kernel_package/desc.yaml' 2>/dev/null) 2>/dev/null | head -1)
   [ -n "$f" ] && dirname "$(dirname "$f")"
 }
-case_of() { "$PY" -c "import json,sys; t=json.load(open(sys.argv[1])); w=t['workloads']; n='synthetic' if 'synthetic' in w else sorted(w)[0]; print(n + '-0')" "catalog/tasks/$1/task.json"; }
+# The test case ids of the graded shapes SHAPES of TASK's first workload (synthetic if it has one).
+cases_of() {
+  "$PY" -c "import json,sys; w=json.load(open(sys.argv[1]))['workloads']; n='synthetic' if 'synthetic' in w else sorted(w)[0]
+print(','.join('%s-%s' % (n, i) for i in sys.argv[2:]))" "catalog/tasks/$1/task.json" $SHAPES
+}
+# record JSON...: a line for the part's .jsonl, written by the step that measured it.
+record() { echo "$1" >> "$WORK/records.jsonl"; }
 
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
   "$PY" -c 'import sys, torch; print(sys.executable, torch.__version__, torch.version.cuda)'
   "$PY" -c 'import triton; print("triton", triton.__version__)'
-  command -v nvcc ninja; ls /usr/local/cuda/bin/nvcc "$(dirname "$PY")/ninja" 2>&1
-  git log -1 --format='commit %H %cI' 2>/dev/null; } > "$WORK/env.txt" 2>&1
+  command -v nvcc ninja ncu; ls /usr/local/cuda/bin/nvcc "$(dirname "$PY")/ninja" 2>&1; } > "$WORK/env.txt" 2>&1
+COMMIT=$(head -c 40 .device/COMMIT 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)
+grep -q dirty .device/COMMIT 2>/dev/null && COMMIT="$COMMIT (dirty)"
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+TORCH=$("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null)
+"$PY" -c 'import json, sys, time
+print(json.dumps({"run": {"part": sys.argv[1], "commit": sys.argv[2], "gpu": sys.argv[3] or "no GPU seen", "torch": sys.argv[4] or "?",
+                          "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}))' "$PART" "$COMMIT" "$GPU" "$TORCH" > "$WORK/run.json"
 
-# --- A. calibration, fast-math check and compile warm-up, in parallel (nothing here is timed) -------------
-step "A: calibrate, fast-math, compile warm-up ($JOBS at a time)"
-a_job() {  # a_job KIND TASK
-  local kind=$1 t=$2 sol
-  case $kind in
-    calibrate) timeout -k 5 "${CAL_TIMEOUT:-150}" "$K" task calibrate "catalog/tasks/$t" --device cuda --python "$PY" \
-                 --judge-dir judge > "$WORK/calibrate/$t.json" 2> "$WORK/calibrate/$t.err" ;;
-    fastmath) sol=$(pkg_of catalog/solutions/gpu "$t")
-              [ -n "$sol" ] || { echo '{"error": "no solution package"}' > "$WORK/fastmath/$t.json"; return; }
-              timeout -k 5 "${FAST_TIMEOUT:-200}" "$PY" "$H" fastmath "catalog/tasks/$t" "$sol/src" \
-                > "$WORK/fastmath/$t.json" 2> "$WORK/fastmath/$t.err" ;;
-    warm) timeout -k 5 "${WARM_TIMEOUT:-220}" "$PY" "$H" time "catalog/tasks/$t" --warm-only --task-timeout 210 \
-            > "$WORK/warm/$t.json" 2> "$WORK/warm/$t.err" ;;
-  esac
-  echo "  A $kind $t rc=$?" >> "$LOG"
-}
-export -f a_job pkg_of
-export K H PY WORK LOG
-# The three kinds interleaved (a budget cut then costs every kind a little, not one kind all), each kind a
-# third of the task list further on, so one task's three jobs -- the big ones hold tens of GB of GPU
-# memory each -- never run side by side.
-{ set -- $TASKS; n=$#; list=("$@")
-  for ((i = 0; i < n; i++)); do
-    echo "warm ${list[i]}"; echo "calibrate ${list[(i + n / 3) % n]}"; echo "fastmath ${list[(i + 2 * n / 3) % n]}"
-  done; } | bounded "${A_BUDGET:-200}" xargs -P "$JOBS" -L 1 bash -c 'a_job "$0" "$1"'
-echo "A done rc=$?" >> "$LOG"
-
-# --- B. the solutions, graded in the sandbox ---------------------------------------------------------------
-grade() {  # grade KIND TASK PACKAGE LIMIT
-  local f="$WORK/grade/$1_$2"
-  if [ -z "$3" ]; then echo '{"status": "error", "reason": "no package"}' > "$f.json"; return; fi
-  bounded "$4" "$K" grade "$3" --device cuda --json --catalog catalog --judge-dir judge --python "$PY" \
-    --cases "$(case_of "$2")" --iterations "$ITER" --timeout "$(($4 - 10))" -v > "$f.json" 2> "$f.err"
+# grade KIND TASK PACKAGE LIMIT: `kzoo grade` in the sandbox at the graded cases SHAPES.
+grade() {
+  local f="$WORK/logs/grade_$1_$2"
+  if [ -z "$3" ]; then record "{\"kind\": \"$1\", \"task\": \"$2\", \"error\": \"no package\"}"; return; fi
+  bounded "$4" "$2" "$K" grade "$3" --device cuda --json --catalog catalog --judge-dir judge --python "$PY" \
+    --cases "$(cases_of "$2")" --iterations "$ITER" --timeout "$(($4 - 10))" -v > "$f.json" 2> "$f.err"
   echo "  grade $1 $2 rc=$?" >> "$LOG"
+  "$PY" "$T" grade-records "$1" "$2" "$f.json" >> "$WORK/records.jsonl" 2>> "$LOG"
 }
-step "B: solutions"
-for t in $TASKS; do
-  p=$(pkg_of catalog/solutions/gpu "$t")
-  limit=${SOL_TIMEOUT:-120}
-  [ -n "$p" ] && [ -f "$p/src/build.py" ] && limit=${BUILD_SOL_TIMEOUT:-240}  # nvcc + ninja in the build step
-  grade solution "$t" "$p" "$limit"
-done
+# events KIND TASK PACKAGE: the package's entry point timed in-process, each graded shape of SHAPES.
+events() {
+  local s
+  [ -n "$3" ] || return
+  for s in $SHAPES; do
+    bounded "${EVENTS_TIMEOUT:-90}" "" "$PY" "$H" events "catalog/tasks/$2" "$3/src" --shape "$s" \
+      > "$WORK/logs/events_$1_$2_$s.json" 2> "$WORK/logs/events_$1_$2_$s.err"
+    echo "  events $1 $2 shape $s rc=$?" >> "$LOG"
+    "$PY" "$T" tag-records "$1" < "$WORK/logs/events_$1_$2_$s.json" >> "$WORK/records.jsonl" 2>> "$LOG"
+  done
+}
 
-# --- C. torch.compile (from the warm cache), eager, vendor, roofline on a quiet GPU ------------------------
-step "C: torch.compile, eager, vendor, roofline"
-dirs=(); for t in $TASKS; do dirs+=("catalog/tasks/$t"); done
-bounded "${C_BUDGET:-200}" "$PY" "$H" time "${dirs[@]}" --calls 20 --task-timeout 60 > "$WORK/time.jsonl" 2> "$WORK/time.err"
-echo "C done rc=$?" >> "$LOG"
+case $PART in
+  calibrate)
+    step "calibrate: E and D on the GPU, fast-math variants (${JOBS:-6} at a time)"
+    job() {  # job KIND TASK
+      local kind=$1 t=$2 sol
+      case $kind in
+        calibrate) timeout -k 5 "${CAL_TIMEOUT:-200}" "$K" task calibrate "catalog/tasks/$t" --device cuda --python "$PY" \
+                     --judge-dir judge > "$WORK/logs/calibrate_$t.json" 2> "$WORK/logs/calibrate_$t.err" ;;
+        fastmath) sol=$(pkg_of catalog/solutions/gpu "$t")
+                  [ -n "$sol" ] || { echo '{"error": "no solution package"}' > "$WORK/logs/fastmath_$t.json"; return; }
+                  timeout -k 5 "${FAST_TIMEOUT:-240}" "$PY" "$H" fastmath "catalog/tasks/$t" "$sol/src" \
+                    > "$WORK/logs/fastmath_$t.json" 2> "$WORK/logs/fastmath_$t.err" ;;
+      esac
+      echo "  $kind $t rc=$?" >> "$LOG"
+    }
+    export -f job pkg_of
+    export K H PY WORK LOG
+    # The two kinds interleaved, each half the task list apart, so that one task's two jobs -- the big ones
+    # hold tens of GB of GPU memory each -- never run side by side.
+    { set -- $TASKS; n=$#; list=("$@")
+      for ((i = 0; i < n; i++)); do echo "calibrate ${list[i]}"; echo "fastmath ${list[(i + n / 2) % n]}"; done; } |
+      bounded "$(left)" "" xargs -P "${JOBS:-6}" -L 1 bash -c 'job "$0" "$1"'
+    echo "calibrate done rc=$?" >> "$LOG"
+    for t in $TASKS; do
+      [ -s "$WORK/logs/calibrate_$t.json" ] && [ -s "$WORK/logs/fastmath_$t.json" ] || echo "$t" >> "$WORK/skipped"
+      "$PY" "$T" tolerance-record "$t" "catalog/tasks/$t/task.json" "$WORK/logs/calibrate_$t.json" \
+        "$WORK/logs/fastmath_$t.json" >> "$WORK/records.jsonl" 2>> "$LOG"
+    done ;;
+  compile)
+    dirs=(); for t in $TASKS; do dirs+=("catalog/tasks/$t"); done
+    step "compile: warm-up, ${JOBS:-4} at a time (nothing timed)"
+    warm() {  # warm TASK SHAPE
+      local limit=${WARM_TIMEOUT:-240}
+      timeout -k 5 "$limit" "$PY" "$H" time "catalog/tasks/$1" --shape "$2" --warm-only --task-timeout "$((limit - 10))" \
+        > "$WORK/logs/warm_$1_$2.json" 2> "$WORK/logs/warm_$1_$2.err"
+      echo "  warm $1 shape $2 rc=$?" >> "$LOG"
+    }
+    export -f warm
+    export H PY WORK LOG
+    for t in $TASKS; do for s in $SHAPES; do echo "$t $s"; done; done |
+      bounded "${WARM_BUDGET:-270}" "" xargs -P "${JOBS:-4}" -L 1 bash -c 'warm "$0" "$1"'
+    echo "warm-up done rc=$?" >> "$LOG"
+    step "compile: timed one task at a time"
+    for t in $TASKS; do
+      for s in $SHAPES; do
+        bounded "${TIME_TIMEOUT:-75}" "$t" "$PY" "$H" time "catalog/tasks/$t" --shape "$s" --calls 20 --task-timeout "$((${TIME_TIMEOUT:-75} - 5))" \
+          > "$WORK/logs/time_${t}_$s.json" 2> "$WORK/logs/time_${t}_$s.err"
+        echo "  time $t shape $s rc=$?" >> "$LOG"
+        "$PY" "$T" tag-records compile < "$WORK/logs/time_${t}_$s.json" >> "$WORK/records.jsonl" 2>> "$LOG"
+      done
+    done ;;
+  eager|solutions)
+    kind=${PART%s}
+    root=catalog/kernel_data; [ "$PART" = solutions ] && root=catalog/solutions/gpu
+    # The grades first (the table's figures), then CUDA events in-process with the time left: the
+    # figure that stands in for a grade the deadline skipped, and a cross-check of the others.
+    step "$PART: kzoo grade in the sandbox"
+    for t in $TASKS; do
+      p=$(pkg_of "$root" "$t")
+      limit=${GRADE_TIMEOUT:-120}
+      [ -n "$p" ] && [ -f "$p/src/build.py" ] && limit=${BUILD_GRADE_TIMEOUT:-240}  # nvcc + ninja in the build step
+      grade "$kind" "$t" "$p" "$limit"
+    done
+    step "$PART: CUDA events in-process"
+    for t in $TASKS; do events "$kind" "$t" "$(pkg_of "$root" "$t")"; done ;;
+  ncu)
+    step "ncu: the solutions' kernels, ${NCU_CALLS:-5} calls each"
+    for t in $TASKS; do
+      p=$(pkg_of catalog/solutions/gpu "$t")
+      [ -n "$p" ] || { record "{\"kind\": \"ncu\", \"task\": \"$t\", \"error\": \"no solution package\"}"; continue; }
+      for s in $SHAPES; do
+        f="$WORK/logs/ncu_${t}_$s"
+        bounded "${NCU_TIMEOUT:-150}" "$t" ncu --profile-from-start off --clock-control none --cache-control all \
+          --metrics gpu__time_duration.sum --csv "$PY" scripts/gpu/ncu_eager.py "catalog/tasks/$t/task.json" "$p/src" "$s" \
+          "${NCU_CALLS:-5}" > "$f.csv" 2> "$f.err"
+        echo "  ncu $t shape $s rc=$?" >> "$LOG"
+        "$PY" "$T" ncu-record "$t" "$s" "$f.csv" "${NCU_CALLS:-5}" >> "$WORK/records.jsonl" 2>> "$LOG"
+      done
+    done ;;
+esac
 
-# --- D. the eager packages, graded in the sandbox ----------------------------------------------------------
-step "D: eager packages"
-for t in $TASKS; do grade eager "$t" "$(pkg_of catalog/kernel_data "$t")" "${EAGER_TIMEOUT:-90}"; done
-
-# --- E. the table ------------------------------------------------------------------------------------------
-step "E: table"
-"$PY" - "$WORK" $TASKS > "$WORK/table.txt" 2> "$WORK/table.err" <<'PYEOF'
-import json, math, os, re, sys
-out, tasks = sys.argv[1], sys.argv[2:]
-
-def last_json(path):
-    try:
-        text = open(path).read()
-    except OSError:
-        return None
-    for start in [m.start() for m in re.finditer(r"^\{", text, re.M)][::-1]:
-        try:
-            return json.loads(text[start:])
-        except ValueError:
-            continue
-    return None
-
-timing = {}
-try:
-    for line in open(os.path.join(out, "time.jsonl")):
-        d = json.loads(line)
-        timing[d["task"]] = d
-except OSError:
-    pass
-
-def graded_us(kind, t):
-    d = last_json(os.path.join(out, "grade", "%s_%s.json" % (kind, t)))
-    if d is None:
-        return None, "no result"
-    if "cases" not in d:
-        return None, (d.get("reason") or d.get("status") or "?")[:60]
-    c = d["cases"][0] if d["cases"] else {}
-    m = re.search(r"median ([0-9.]+) us", c.get("message", ""))
-    if c.get("status") == "ok" and c.get("correct") and m:
-        return float(m.group(1)), ""
-    return None, ("%s: %s" % (c.get("status"), c.get("message", "")))[:60]
-
-tols = {}
-rows = []
-hdr = ("task", "eager us", "compile us", "solution us", "% roofline", "target us", "met?")
-for t in tasks:
-    task = json.load(open(os.path.join("catalog", "tasks", t, "task.json")))
-    tier = task.get("difficulty", {}).get("tier", "?")
-    tm = timing.get(t, {})
-    roof, comp, vend = tm.get("roofline_us"), tm.get("compile_us"), tm.get("vendor_us")
-    eager, why_e = graded_us("eager", t)
-    if eager is None and tm.get("eager_us"):
-        eager, why_e = tm["eager_us"], "events"  # the helper's CUDA-event figure when the grade is missing
-    sol, why_s = graded_us("solution", t)
-    if tier == "T4" and vend:
-        target, basis = vend, "vendor"
-    else:
-        cands = [x for x in ((roof / 0.8) if roof else None, (comp / 1.05) if comp else None) if x]
-        target, basis = (min(cands), "") if cands else (None, "")
-    met = "yes" if (sol and target and sol <= target) else ("NO" if sol and target else "?")
-    f = lambda x: "%.1f" % x if isinstance(x, (int, float)) else "-"  # noqa: E731
-    rows.append((t + " (%s)" % tier, f(eager) + (" (%s)" % why_e if why_e == "events" else ""), f(comp) if comp else ("- " + tm.get("error", "")[:30]),
-                 f(sol) if sol else ("- " + why_s), f(100.0 * roof / sol) if (roof and sol) else "-",
-                 f(target) + (" (%s)" % basis if basis else ""), met))
-    cal = last_json(os.path.join(out, "calibrate", t + ".json")) or {}
-    fm = last_json(os.path.join(out, "fastmath", t + ".json")) or {}
-    tol = task["grading"]["tolerance"]
-    entry = {"comparator": tol["comparator"], "value": tol["value"], "row_pass": tol.get("row_pass"),
-             "gpu_E": cal.get("measured_floor_E"), "gpu_D": cal.get("measured_drop_D"), "basis": cal.get("basis"),
-             "fastmath_solution": fm.get("solution"), "fastmath_reference": fm.get("fast_reference"),
-             "errors": [x for x in (fm.get("error"),) if x]}
-    if tol["comparator"] != "exact" and entry["gpu_E"] is not None and entry["gpu_D"] is not None:
-        floor = max(v for v in (entry["gpu_E"], entry["fastmath_solution"], entry["fastmath_reference"]) if v is not None)
-        lo, hi = 2 * floor, entry["gpu_D"] / 10
-        entry["admissible"] = lo < tol["value"] < hi
-        if entry["admissible"]:
-            entry["proposed"] = tol["value"]
-        elif lo < hi:
-            g = math.sqrt(max(lo, 1e-12) * hi)
-            entry["proposed"] = float("%.1g" % g)
-        else:
-            entry["proposed"] = None
-            entry["errors"].append("no tolerance separates 2E=%.3g and D/10=%.3g" % (lo, hi))
-    elif tol["comparator"] == "exact":
-        entry["admissible"] = (fm.get("solution") in (0, 0.0)) if fm else None
-        entry["proposed"] = tol["value"]
-    tols[t] = entry
-json.dump(tols, open(os.path.join(out, "tolerances.json"), "w"), indent=2)
-w = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
-line = lambda r: "| " + " | ".join(str(c).ljust(w[i]) for i, c in enumerate(r)) + " |"  # noqa: E731
-print(line(hdr))
-print("|" + "|".join("-" * (x + 2) for x in w) + "|")
-for r in rows:
-    print(line(r))
-print()
-print("tolerances (GPU E and D, fast-math variants; $OUT/tolerances.json):")
-for t, e in tols.items():
-    fmt = lambda x: "%.3g" % x if isinstance(x, (int, float)) else str(x)  # noqa: E731
-    print("  %-26s %-30s value %-8s E %-9s D %-9s fast sol %-9s fast ref %-9s admissible %s proposed %s %s"
-          % (t, e["comparator"], fmt(e["value"]), fmt(e["gpu_E"]), fmt(e["gpu_D"]), fmt(e["fastmath_solution"]),
-             fmt(e["fastmath_reference"]), e.get("admissible"), fmt(e.get("proposed")), "; ".join(e["errors"])))
-PYEOF
-echo "E done rc=$? total $(($(date +%s) - START)) s" >> "$LOG"
-cp "$WORK/table.txt" "$WORK/tolerances.json" "$LOG" "$OUT/" 2>/dev/null
-cp "$WORK/time.jsonl" "$OUT/" 2>/dev/null
-tar -C "$WORK" -czf "$OUT/catalog_logs.tar.gz" .
-cat "$LOG" "$WORK/table.txt"
+{ cat "$WORK/run.json" "$WORK/records.jsonl"; } > "$OUT/$PART.jsonl"
+{ cat "$WORK/env.txt" "$LOG"
+  if [ -s "$WORK/skipped" ]; then
+    echo "not finished within the deadline; finish with: PART=$PART TASKS=\"$(sort -u "$WORK/skipped" | grep . | tr '\n' ' ' | sed 's/ $//')\" bash scripts/gpu/catalog_bench.sh"
+  fi
+  echo "total $(($(date +%s) - START)) s"; } > "$OUT/$PART.txt"
+tar -C "$WORK" -czf "$OUT/${PART}_logs.tar.gz" .
+cat "$OUT/$PART.txt"
+"$PY" "$T" summary "$OUT/$PART.jsonl" 2>&1

@@ -9,7 +9,7 @@ Usage: python3 ncu_sum.py NCU_CSV CALLS [--kernels] [--by-marker]
 import csv
 import sys
 
-
+_NS_PER = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6}
 MARKER = "spin_kernel"
 
 
@@ -20,10 +20,18 @@ def rows(path):
     for row in csv.DictReader(lines):
         if row.get("Metric Name") != "gpu__time_duration.sum":
             continue
-        value = float(row["Metric Value"].replace(",", ""))
-        unit = row.get("Metric Unit", "ns")
-        scale = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6}.get(unit, 1.0)
-        yield row.get("Kernel Name", "?"), value * scale
+        yield row.get("Kernel Name", "?"), float(row["Metric Value"].replace(",", "")) * _NS_PER.get(row.get("Metric Unit", "ns"), 1.0)
+
+
+def summed(path):
+    """(total ns, kernel launches, {kernel name: (launches, ns)}) of an ncu --csv file."""
+    total_ns, kernels, by_name = 0.0, 0, {}
+    for name, ns in rows(path):
+        total_ns += ns
+        kernels += 1
+        n, t = by_name.get(name, (0, 0.0))
+        by_name[name] = (n + 1, t + ns)
+    return total_ns, kernels, by_name
 
 
 def by_marker(path, calls):
@@ -44,20 +52,7 @@ def main():
         for i, (us, n) in enumerate(by_marker(path, calls)):
             print("%d %.3f %d" % (i, us, n))
         return
-    total_ns, kernels, by_name = 0.0, 0, {}
-    with open(path, newline="") as f:
-        lines = [l for l in f if l.startswith('"')]
-    for row in csv.DictReader(lines):
-        if row.get("Metric Name") != "gpu__time_duration.sum":
-            continue
-        value = float(row["Metric Value"].replace(",", ""))
-        unit = row.get("Metric Unit", "ns")
-        scale = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6}.get(unit, 1.0)
-        total_ns += value * scale
-        kernels += 1
-        name = row.get("Kernel Name", "?")
-        n, t = by_name.get(name, (0, 0.0))
-        by_name[name] = (n + 1, t + value * scale)
+    total_ns, kernels, by_name = summed(path)
     print("%.3f %d" % (total_ns / calls / 1e3, kernels))
     if "--kernels" in sys.argv[3:]:
         for name, (n, t) in sorted(by_name.items(), key=lambda kv: -kv[1][1]):

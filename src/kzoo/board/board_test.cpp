@@ -2,6 +2,8 @@
 // (libgit2) and crafted check records. The whole service is exercised by
 // tests/cli/board.sh.
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -34,6 +36,21 @@ TEST(Rules, TheDemoRulesAreValid) {
   EXPECT_EQ(r->adopt, "auto");
   EXPECT_EQ(r->timed_runs, 100);
   EXPECT_EQ(r->metrics_file, "metrics.json");
+}
+
+TEST(Rules, ACatalogsBoardDefaultsAreCheckedNamingTheFix) {
+  auto ok = catalog_board_version(R"({"version": 3, "reason": "new baselines"})", "board_defaults.json");
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(*ok, 3);
+  for (const std::string bad : {R"({"version": 0})", R"({"version": "2"})", R"({"version": 2.5})",
+                                R"({"version": 1000001})", R"({"version": 18446744073709551615})", R"({})",
+                                R"({"version": 2, "verison": 3})", R"({"version": 2, "reason": 7})", R"([2])",
+                                R"({"version": 2)"}) {
+    auto r = catalog_board_version(bad, "board_defaults.json");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message.find("board_defaults.json"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("write it as {\"version\": N"), std::string::npos) << r.error().message;
+  }
 }
 
 TEST(Rules, EachBrokenRuleIsNamedWithTheFix) {
@@ -143,19 +160,55 @@ TEST_F(RepoFixture, RulesAreReadOnlyAtTheChecksTag) {
   EXPECT_NE(bad.error().message.find(broken.substr(0, 12)), std::string::npos) << bad.error().message;
 }
 
+TEST_F(RepoFixture, TheCatalogSetsTheVersionOfTheBoardInitStarts) {
+  // catalog/kernel_data/board_defaults.json: version 2 since the eager baselines became the PyTorch calls.
+  ASSERT_TRUE(init_rules(*repo, "cpu"));
+  auto r = rules_in_force(*repo);
+  ASSERT_TRUE(r && *r);
+  EXPECT_EQ((*r)->version, 2);
+  auto vs = versions(*repo);
+  ASSERT_TRUE(vs);
+  EXPECT_EQ(*vs, std::vector<int>({2}));
+}
+
+TEST(Rules, ACatalogWithoutBoardDefaultsStartsAtVersionOne) {
+  TempDir other;
+  std::filesystem::create_directories(other / "cat/a/one/.kernel_package");
+  std::filesystem::copy(KZOO_SOURCE_DIR "/catalog/kernel_data/h200/norm/softmax/bf16/softmax_eager",
+                        other / "cat/a/one", std::filesystem::copy_options::recursive |
+                                                 std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(other / "cat/.kernel_data").close();
+  auto plain = store::KernelRepo::init_from_catalog(other / "cat", other / "kd.git");
+  ASSERT_TRUE(plain) << plain.error().message;
+  ASSERT_TRUE(init_rules(*plain, "cpu"));
+  auto r = rules_in_force(*plain);
+  ASSERT_TRUE(r && *r);
+  EXPECT_EQ((*r)->version, 1);
+}
+
+TEST_F(RepoFixture, ABrokenBoardDefaultsFileStopsInitNamingIt) {
+  ASSERT_TRUE(repo->commit_files("main", {{kCatalogBoardFile, R"({"version": "two"})"}}, "catalog: break it", {"m", "m@x"}));
+  auto r = init_rules(*repo, "cpu");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("board_defaults.json at the catalog's root: version is \"two\""), std::string::npos)
+      << r.error().message;
+  EXPECT_FALSE(*rules_in_force(*repo));  // nothing tagged
+}
+
 TEST_F(RepoFixture, RaisingTheVersionKeepsTheEarlierBoard) {
   auto v1 = init_rules(*repo, "cpu");
   ASSERT_TRUE(v1);
-  std::string v2 = commit_rules({{"version", 2}, {"status", "active"}});
+  const int first = (*rules_in_force(*repo))->version;
+  std::string v2 = commit_rules({{"version", first + 1}, {"status", "active"}});
   ASSERT_TRUE(repo->set_ref(kChecksTag, v2));
   auto db = store::open_sqlite_state_db(tmp / "state.db");
   ASSERT_TRUE(db);
   auto now = store::system_now_ms();
   auto b2 = board_json(*repo, **db, std::nullopt, now);
   ASSERT_TRUE(b2 && *b2) << (b2 ? "" : b2.error().message);
-  EXPECT_EQ((**b2)["version"], 2);
-  EXPECT_EQ((**b2)["versions"], json::array({1, 2}));
-  auto b1 = board_json(*repo, **db, 1, now);
+  EXPECT_EQ((**b2)["version"], first + 1);
+  EXPECT_EQ((**b2)["versions"], json::array({first, first + 1}));
+  auto b1 = board_json(*repo, **db, first, now);
   ASSERT_TRUE(b1 && *b1);
   EXPECT_EQ((**b1)["rules_commit"], *v1);
   EXPECT_FALSE((**b1)["in_force"].get<bool>());

@@ -108,7 +108,7 @@ Result<void> record_in_force(const store::KernelRepo& repo, const Rules& rules) 
   return repo.set_ref(ref, rules.commit);
 }
 
-json demo_rules(const std::vector<std::string>& kernel_ids, const std::string& device_class) {
+json demo_rules(const std::vector<std::string>& kernel_ids, const std::string& device_class, int version) {
   const bool cpu = device_class == "cpu";
   std::string runner = cpu ? "the CPU of the machine kzoo runs on (a demo board: no GPU here)"
                            : "the " + device_class + " runner";
@@ -126,7 +126,7 @@ json demo_rules(const std::vector<std::string>& kernel_ids, const std::string& d
         {"metric", {{"name", "speed-up"}, {"direction", "higher"}}},
         {"baseline", {{"name", "PyTorch eager"}, {"value", 1}}},
         {"kernels", kernel_ids},
-        {"version", 1},
+        {"version", version},
         {"status", "active"},
         {"adopt", "auto"},
         {"maintainers", json::array({"kzoo-maintainer"})},
@@ -156,11 +156,41 @@ json demo_rules(const std::vector<std::string>& kernel_ids, const std::string& d
                                       {"gpus", cpu ? 0 : 1}}})}}}};
 }
 
+Result<int> catalog_board_version(const std::string& text, const std::string& where) {
+  const std::string fix =
+      "; write it as {\"version\": N, \"reason\": \"why the baselines changed\"} with N from 1 to 1000000 "
+      "(docs/BOARD.md)";
+  auto doc = format::parse_json(text, where);
+  if (!doc) return fail(to_string(doc.error()) + fix);
+  if (!doc->is_object()) return fail(where + ": not a JSON object (rule board.catalog-defaults)" + fix);
+  for (const auto& [key, value] : doc->items())
+    if (key != "version" && key != "reason")
+      return fail(fmt::format("{}: unknown key \"{}\" (rule board.catalog-defaults: only version and reason){}", where,
+                              key, fix));
+  const json* v = doc->contains("version") ? &(*doc)["version"] : nullptr;
+  if (!v || !v->is_number_integer() || v->get<std::int64_t>() < 1 || v->get<std::int64_t>() > 1000000)
+    return fail(fmt::format("{}: version is {} (rule board.catalog-defaults: an integer from 1 to 1000000){}", where,
+                            v ? v->dump() : "missing", fix));
+  if (doc->contains("reason") && !(*doc)["reason"].is_string())
+    return fail(where + ": reason is not a string (rule board.catalog-defaults)" + fix);
+  return static_cast<int>(v->get<std::int64_t>());
+}
+
 Result<std::string> init_rules(const store::KernelRepo& repo, const std::string& device_class) {
   auto ids = repo.list_packages("refs/heads/main");
   if (!ids) return tl::unexpected(ids.error());
   if (ids->empty()) return fail("the repository holds no kernel package: a board needs kernels");
-  json doc = demo_rules(*ids, device_class);
+  int version = 1;
+  auto declared = repo.history(kCatalogBoardFile, 1, "refs/heads/main");
+  if (!declared) return tl::unexpected(declared.error());
+  if (!declared->empty()) {
+    auto text = repo.read_file(kCatalogBoardFile, "refs/heads/main");
+    if (!text) return tl::unexpected(text.error());
+    auto v = catalog_board_version(*text, fmt::format("{} at the catalog's root", kCatalogBoardFile));
+    if (!v) return tl::unexpected(v.error());
+    version = *v;
+  }
+  json doc = demo_rules(*ids, device_class, version);
   std::string text = doc.dump(2) + "\n";
   if (auto r = parse_rules(text, "the demo rules"); !r) return fail("kzoo bug: " + r.error().message);
   auto c = repo.commit_files("main", {{kRulesFile, text}},

@@ -22,6 +22,12 @@ namespace kzoo::board {
 
 inline constexpr const char* kRulesFile = "scienceslack.json";
 inline constexpr const char* kChecksTag = "refs/tags/checks";
+// What a catalog tells `kzoo init` about the board it starts, at its kernel_data root:
+// {"version": N, "reason": "..."}. A catalog raises N when its eager baselines change
+// (the speed-ups' denominators), so that the boards started from it never put speed-ups
+// over two sets of baselines on one board. Read once, by init_rules; the rules in force
+// are scienceslack.json's.
+inline constexpr const char* kCatalogBoardFile = "board_defaults.json";
 
 struct Rules {
   std::string commit;   // the rules commit (what `checks` points at, peeled)
@@ -61,11 +67,16 @@ Result<Rules> approve_rules(const store::KernelRepo& repo, const std::string& co
 Result<void> record_in_force(const store::KernelRepo& repo, const Rules& rules);
 
 // The rules `kzoo init` writes for a catalog: every kernel of `kernel_ids`, the
-// seed's guardrails, verifier version 1, adopt auto, ranking `device_class`
+// seed's guardrails, verifier version `version`, adopt auto, ranking `device_class`
 // ("cpu" on a machine without a GPU: see docs/BOARD.md).
-nlohmann::json demo_rules(const std::vector<std::string>& kernel_ids, const std::string& device_class);
+nlohmann::json demo_rules(const std::vector<std::string>& kernel_ids, const std::string& device_class,
+                          int version = 1);
 
-// Writes demo_rules onto main as its own commit and tags it `checks`.
+// The verifier version a catalog's kCatalogBoardFile declares; `where` names it in errors.
+Result<int> catalog_board_version(const std::string& text, const std::string& where);
+
+// Writes demo_rules onto main as its own commit and tags it `checks`: the version is
+// main's kCatalogBoardFile's, 1 without one.
 Result<std::string> init_rules(const store::KernelRepo& repo, const std::string& device_class);
 
 }  // namespace kzoo::board

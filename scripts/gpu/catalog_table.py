@@ -1,0 +1,349 @@
+#!/usr/bin/env python3
+"""The catalog's H200 table (docs/CATALOG.md) from the parts of scripts/gpu/catalog_bench.sh.
+
+  catalog_table.py table FOLDER [--write DOC]
+      FOLDER holds the parts' files of one run (eager.jsonl, compile.jsonl, solutions.jsonl, ncu.jsonl;
+      calibrate.jsonl is not needed). Prints one markdown table: per task and graded shape the eager
+      package, torch.compile of the reference and the solution (Nsight Compute and the judge), % of the
+      roofline, the target and whether the solution meets it; then the geometric means of the solution's
+      speed-up over eager and over torch.compile. Files of different commits are refused: one table, one
+      run. --write DOC replaces the text between DOC's "<!-- catalog_table begin -->" and
+      "<!-- catalog_table end -->" lines with it.
+  catalog_table.py summary PART.jsonl
+      A few lines on what one part measured (catalog_bench.sh prints them at its end).
+  catalog_table.py grade-records KIND TASK GRADE_JSON | tag-records KIND < JSON_LINES |
+                   ncu-record TASK SHAPE NCU_CSV CALLS | tolerance-record TASK TASK_JSON CALIBRATE_JSON FASTMATH_JSON
+      The parts' lines, one JSON object each (catalog_bench.sh writes them as it measures).
+
+Standard library only: it runs where the figures are read, not only on the GPU machine.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PARTS = ("eager", "compile", "solutions", "ncu")
+BEGIN, END = "<!-- catalog_table begin -->", "<!-- catalog_table end -->"
+# The target (docs/CATALOG.md): 80 % of the roofline, or 5 % faster than torch.compile, whichever is the
+# slower time; a T4 task's target is the vendor library's time.
+ROOFLINE_SHARE = 0.8
+COMPILE_MARGIN = 1.05
+
+
+class TableError(Exception):
+    pass
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+# ---- reading what the parts wrote ------------------------------------------------------------------------
+
+def last_json(text):
+    """The last top-level JSON object in `text` (a grade's stdout may carry log lines before it)."""
+    for start in [m.start() for m in re.finditer(r"^\{", text, re.M)][::-1]:
+        try:
+            return json.loads(text[start:])
+        except ValueError:
+            continue
+    return None
+
+
+def grade_records(kind, task, text):
+    """One record per graded case of a `kzoo grade --json` document."""
+    d = last_json(text)
+    if d is None:
+        return [{"kind": kind, "task": task, "error": "no grade document (the grade was cut or did not start)"}]
+    if not d.get("cases"):
+        why = (d.get("overall") or {}).get("accept_reason") or d.get("reason") or d.get("status") or "no cases"
+        return [{"kind": kind, "task": task, "error": str(why)[:200]}]
+    out = []
+    for c in d["cases"]:
+        cid = str(c.get("test_case_id", "?"))
+        tail = cid.rsplit("-", 1)[-1]
+        r = {"kind": kind, "task": task, "case": cid, "shape_index": int(tail) if tail.isdigit() else None,
+             "status": c.get("status"), "correct": bool(c.get("correct"))}
+        m = re.search(r"median ([0-9.]+) us", c.get("message") or "")
+        if r["status"] == "ok" and r["correct"] and m:
+            r["judge_us"] = float(m.group(1))
+        else:
+            r["error"] = ("%s: %s" % (r["status"], c.get("message") or ""))[:200]
+        out.append(r)
+    return out
+
+
+def ncu_record(task, shape, csv_path, calls):
+    sys.path.insert(0, HERE)
+    from ncu_sum import summed
+    r = {"kind": "ncu", "task": task, "shape_index": int(shape)}
+    try:
+        total_ns, kernels, by_name = summed(csv_path)
+    except (OSError, ValueError, KeyError) as e:
+        r["error"] = "%s: %s" % (csv_path, e)
+        return r
+    if kernels == 0:
+        r["error"] = "%s: no gpu__time_duration.sum rows (did the run reach cudaProfilerStart?)" % csv_path
+        return r
+    r.update(ncu_us=total_ns / calls / 1e3, kernels_per_call=kernels / calls,
+             top_kernels=[[n[:120], t / calls / 1e3] for n, (_, t) in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:3]])
+    return r
+
+
+def tolerance_record(task, task_json, cal_json, fast_json):
+    """Is the task's tolerance admissible on this device (2E < value < D/10, with E the worst of the GPU
+    calibration's floor and the fast-math variants), and if not, what value is (the geometric middle)?"""
+    def load(path):
+        try:
+            return last_json(_read(path)) or {}
+        except OSError:
+            return {}
+    tol = json.loads(_read(task_json))["grading"]["tolerance"]
+    cal, fm = load(cal_json), load(fast_json)
+    r = {"kind": "calibrate", "task": task, "comparator": tol["comparator"], "value": tol["value"],
+         "row_pass": tol.get("row_pass"), "gpu_E": cal.get("measured_floor_E"), "gpu_D": cal.get("measured_drop_D"),
+         "basis": cal.get("basis"), "fastmath_solution": fm.get("solution"), "fastmath_reference": fm.get("fast_reference"),
+         "errors": [x for x in (fm.get("error"), cal.get("error")) if x]}
+    if tol["comparator"] == "exact":
+        r["admissible"] = (fm.get("solution") in (0, 0.0)) if fm else None
+        r["proposed"] = tol["value"]
+    elif r["gpu_E"] is not None and r["gpu_D"] is not None:
+        floor = max(v for v in (r["gpu_E"], r["fastmath_solution"], r["fastmath_reference"]) if v is not None)
+        lo, hi = 2 * floor, r["gpu_D"] / 10
+        r["admissible"] = lo < tol["value"] < hi
+        if r["admissible"]:
+            r["proposed"] = tol["value"]
+        elif lo < hi:
+            r["proposed"] = float("%.1g" % math.sqrt(max(lo, 1e-12) * hi))
+        else:
+            r["proposed"] = None
+            r["errors"].append("no tolerance separates 2E = %.3g and D/10 = %.3g" % (lo, hi))
+    return r
+
+
+def read_part(path):
+    """(run header, records) of a part's .jsonl."""
+    run, recs = None, []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                d = json.loads(line)
+            except ValueError as e:
+                raise TableError("%s:%d: not a JSON line (%s); each line of a part's file is one JSON object" % (path, n, e))
+            if "run" in d:
+                run = d["run"]
+            else:
+                recs.append(d)
+    if run is None:
+        raise TableError("%s: no `run` line (commit, GPU, torch): was it written by catalog_bench.sh? "
+                         "Its first line must be {\"run\": {\"commit\": ...}}" % path)
+    return run, recs
+
+
+def read_run(folder):
+    """(the run header shared by the parts, {part: records}); refuses parts of different commits."""
+    runs, parts = {}, {}
+    for p in PARTS:
+        path = os.path.join(folder, p + ".jsonl")
+        if os.path.exists(path):
+            runs[p], parts[p] = read_part(path)
+    if not parts:
+        raise TableError("%s: none of %s; copy the parts' $OUT files of one run here"
+                         % (folder, ", ".join(p + ".jsonl" for p in PARTS)))
+    commits = {r.get("commit") for r in runs.values()}
+    if len(commits) > 1:
+        raise TableError("%s: the parts come from different commits (%s): one table is one run; measure the missing "
+                         "parts on the same commit" % (folder, ", ".join("%s %s" % (p, r.get("commit")) for p, r in sorted(runs.items()))))
+    first = runs[next(iter(runs))]
+    return dict(first, parts=sorted(parts)), parts
+
+
+# ---- the table --------------------------------------------------------------------------------------------
+
+def tier_of(task):
+    try:
+        return json.loads(_read(os.path.join(ROOT, "catalog", "tasks", task, "task.json")))["difficulty"]["tier"]
+    except (OSError, KeyError, ValueError):
+        return "?"
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def rows_of(parts, tiers=None):
+    """One dict per (task, graded shape) with every figure the table shows, in the order tasks first appear."""
+    order, rows = [], {}
+
+    def row(task, shape):
+        key = (task, 0 if shape is None else shape)
+        if key not in rows:
+            order.append(key)
+            rows[key] = {"task": task, "shape": key[1], "notes": []}
+        return rows[key]
+
+    for kind in ("solutions", "ncu", "eager", "compile"):
+        for r in parts.get(kind, []):
+            x = row(r["task"], r.get("shape_index"))
+            if r.get("error"):
+                x["notes"].append("%s: %s" % (kind, r["error"]))
+            if kind == "eager":
+                x["eager_judge_us"] = r.get("judge_us", x.get("eager_judge_us"))
+                x["eager_events_us"] = r.get("events_us", x.get("eager_events_us"))
+            elif kind == "solutions":
+                x["sol_judge_us"] = r.get("judge_us", x.get("sol_judge_us"))
+            elif kind == "ncu":
+                x["sol_ncu_us"] = r.get("ncu_us")
+            else:
+                for k in ("compile_us", "roofline_us", "vendor_us", "reference_us"):
+                    if r.get(k) is not None:
+                        x[k] = r[k]
+    out = []
+    for key in order:
+        x = rows[key]
+        x["tier"] = (tiers or {}).get(x["task"]) or tier_of(x["task"])
+        x["eager_us"] = x.get("eager_judge_us") or x.get("eager_events_us")
+        x["eager_from_events"] = x.get("eager_judge_us") is None and x.get("eager_events_us") is not None
+        # Nsight Compute is the ground truth for the solution; the judge's figure stands in where ncu did not run.
+        x["sol_us"] = x.get("sol_ncu_us") or x.get("sol_judge_us")
+        x["sol_from_judge"] = x.get("sol_ncu_us") is None and x.get("sol_judge_us") is not None
+        roof, comp, vend = x.get("roofline_us"), x.get("compile_us"), x.get("vendor_us")
+        if x["tier"] == "T4":
+            x["target_us"], x["target_basis"] = vend, "vendor"
+        else:
+            cands = [v for v in ((roof / ROOFLINE_SHARE) if roof else None, (comp / COMPILE_MARGIN) if comp else None) if v]
+            x["target_us"], x["target_basis"] = (min(cands) if cands else None), ""
+        x["met"] = None if not (x["sol_us"] and x["target_us"]) else x["sol_us"] <= x["target_us"]
+        x["roofline_pct"] = 100.0 * roof / x["sol_us"] if (roof and x["sol_us"]) else None
+        s, j = x.get("sol_ncu_us"), x.get("sol_judge_us")
+        x["judge_vs_ncu_pct"] = 100.0 * (j - s) / s if (s and j) else None
+        out.append(x)
+    return out
+
+
+def _us(v):
+    return "-" if v is None else ("%.0f" % v if v >= 1000 else "%.1f" % v)
+
+
+def render(run, rows, note=None):
+    hdr = ["task", "shape", "eager µs", "torch.compile µs", "solution, ncu µs", "solution, judge µs",
+           "judge vs ncu", "% roofline", "target µs", "met"]
+    lines = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    for x in rows:
+        tgt = _us(x["target_us"])
+        if x["target_us"] is not None and x["target_basis"] == "vendor":
+            tgt = "cuBLAS " + tgt
+        lines.append("| " + " | ".join([
+            "%s (%s)" % (x["task"], x["tier"]), str(x["shape"]),
+            _us(x["eager_us"]) + (" (events)" if x["eager_from_events"] else ""),
+            _us(x.get("compile_us")),
+            _us(x.get("sol_ncu_us")),
+            _us(x.get("sol_judge_us")),
+            "-" if x["judge_vs_ncu_pct"] is None else "%+.1f%%" % x["judge_vs_ncu_pct"],
+            "-" if x["roofline_pct"] is None else "%.0f%%" % x["roofline_pct"],
+            tgt,
+            {True: "yes", False: "no", None: "?"}[x["met"]],
+        ]) + " |")
+    over_eager = geomean([x["eager_us"] / x["sol_us"] for x in rows if x["eager_us"] and x["sol_us"]])
+    over_compile = geomean([x["compile_us"] / x["sol_us"] for x in rows if x.get("compile_us") and x["sol_us"]])
+    n_eager = sum(1 for x in rows if x["eager_us"] and x["sol_us"])
+    n_compile = sum(1 for x in rows if x.get("compile_us") and x["sol_us"])
+    met = [x["met"] for x in rows if x["met"] is not None]
+    head = ["Run: commit %s, %s, %s; parts %s. Generated by `scripts/gpu/catalog_table.py table`."
+            % (run.get("commit", "?"), run.get("gpu", "?"), run.get("torch", "?"), ", ".join(run.get("parts", [])))]
+    if note or run.get("note"):
+        head.append("**%s**" % (note or run.get("note")))
+    tail = ["",
+            "Geometric mean of the solutions' speed-up: over eager %s (%d rows), over torch.compile %s (%d rows). "
+            "Targets met: %d of %d." % ("-" if over_eager is None else "%.2fx" % over_eager, n_eager,
+                                        "-" if over_compile is None else "%.2fx" % over_compile, n_compile,
+                                        sum(met), len(met))]
+    notes = [(x["task"], x["shape"], n) for x in rows for n in x["notes"]]
+    if notes:
+        tail += ["", "Not measured:"] + ["- %s shape %s: %s" % n for n in notes]
+    return "\n".join(head + [""] + lines + tail) + "\n", {"over_eager": over_eager, "over_compile": over_compile,
+                                                          "met": sum(met), "of": len(met)}
+
+
+def write_between_markers(doc, text):
+    body = _read(doc)
+    if body.count(BEGIN) != 1 or body.count(END) != 1 or body.index(BEGIN) > body.index(END):
+        raise TableError("%s: needs exactly one %r line and, after it, one %r line around the table to replace"
+                         % (doc, BEGIN, END))
+    a = body.index(BEGIN) + len(BEGIN)
+    b = body.index(END)
+    with open(doc, "w") as f:
+        f.write(body[:a] + "\n" + text + body[b:])
+
+
+def summary(path):
+    run, recs = read_part(path)
+    print("%s: commit %s, %s, %s" % (run.get("part"), run.get("commit"), run.get("gpu"), run.get("torch")))
+    for r in recs:
+        figs = ", ".join("%s %.1f" % (k, r[k]) for k in ("judge_us", "events_us", "compile_us", "roofline_us",
+                                                         "vendor_us", "reference_us", "ncu_us") if isinstance(r.get(k), (int, float)))
+        if r.get("kind") == "calibrate":
+            figs = "E %s D %s value %s admissible %s proposed %s" % (r.get("gpu_E"), r.get("gpu_D"), r.get("value"),
+                                                                     r.get("admissible"), r.get("proposed"))
+        print("  %-8s %-26s shape %s  %s%s" % (r.get("kind"), r.get("task"), r.get("shape_index", "-"), figs,
+                                               ("  error: " + r["error"]) if r.get("error") else ""))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    # Each command's positional arguments (see the module's docstring).
+    commands = {"table": ["folder"], "summary": ["part"], "grade-records": ["kind", "task", "grade_json"],
+                "tag-records": ["kind"], "ncu-record": ["task", "shape", "csv", "calls"],
+                "tolerance-record": ["task", "task_json", "calibrate_json", "fastmath_json"]}
+    for name, args in commands.items():
+        sp = sub.add_parser(name)
+        for arg in args:
+            sp.add_argument(arg, type=int if arg == "calls" else str)
+        if name == "table":
+            sp.add_argument("--write", metavar="DOC")
+    a = p.parse_args(argv)
+    try:
+        if a.cmd == "table":
+            run, parts = read_run(a.folder)
+            text, _ = render(run, rows_of(parts))
+            if a.write:
+                write_between_markers(a.write, text)
+            else:
+                sys.stdout.write(text)
+        elif a.cmd == "summary":
+            summary(a.part)
+        elif a.cmd == "grade-records":
+            try:
+                text = _read(a.grade_json)
+            except OSError:
+                text = ""
+            for r in grade_records(a.kind, a.task, text):
+                print(json.dumps(r))
+        elif a.cmd == "tag-records":
+            for line in sys.stdin:
+                if line.strip():
+                    d = json.loads(line)
+                    d["kind"] = a.kind
+                    print(json.dumps(d))
+        elif a.cmd == "ncu-record":
+            print(json.dumps(ncu_record(a.task, a.shape, a.csv, a.calls)))
+        else:
+            print(json.dumps(tolerance_record(a.task, a.task_json, a.calibrate_json, a.fastmath_json)))
+    except TableError as e:
+        print("catalog_table.py: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

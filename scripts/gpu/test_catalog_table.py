@@ -1,0 +1,150 @@
+"""The catalog table's arithmetic (catalog_table.py) and the compile fix of catalog_helper.py, on the CPU.
+
+Run from scripts/gpu: python3 -m unittest -v test_catalog_table
+"""
+import importlib
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import catalog_table as ct  # noqa: E402
+
+RUN_9C5F355 = os.path.join(HERE, "..", "..", "docs", "catalog-runs", "9c5f355")
+
+
+def dump(path, doc):
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+def write_part(folder, part, commit, records):
+    with open(os.path.join(folder, part + ".jsonl"), "w") as f:
+        f.write(json.dumps({"run": {"part": part, "commit": commit, "gpu": "GPU", "torch": "t"}}) + "\n")
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+
+
+class Table(unittest.TestCase):
+    def test_the_9c5f355_run_gives_its_published_figures(self):
+        # shared/gpu-runs/2026-12-01-main-9c5f355.md: 4 of 12 met, 16.5x over eager by ncu.
+        run, parts = ct.read_run(RUN_9C5F355)
+        rows = ct.rows_of(parts)
+        text, totals = ct.render(run, rows)
+        self.assertEqual((totals["met"], totals["of"]), (4, 12))
+        self.assertEqual(round(totals["over_eager"], 1), 16.5)
+        by = {r["task"]: r for r in rows}
+        self.assertAlmostEqual(by["rmsnorm-residual"]["target_us"], 537 / 1.05)  # compile-bound
+        self.assertFalse(by["rmsnorm-residual"]["met"])
+        self.assertAlmostEqual(by["softmax"]["target_us"], 447 / 0.8)  # roofline-bound
+        self.assertEqual(by["bf16-gemm"]["target_basis"], "vendor")
+        self.assertIn("eager = fp32 reference maths (old baselines)", text)
+        self.assertIn("commit 9c5f355", text)
+
+    def test_a_fabricated_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            # bf16-gemm is T4 in the catalog (target: the vendor), softmax T2 (target: roofline or compile).
+            write_part(d, "eager", "abc", [
+                {"kind": "eager", "task": "softmax", "shape_index": 0, "events_us": 2100.0},
+                {"kind": "eager", "task": "softmax", "shape_index": 0, "judge_us": 2000.0},
+                {"kind": "eager", "task": "bf16-gemm", "shape_index": 0, "events_us": 1500.0},
+                {"kind": "eager", "task": "bf16-gemm", "shape_index": 0, "error": "timeout: cut"}])
+            write_part(d, "compile", "abc", [
+                {"kind": "compile", "task": "softmax", "shape_index": 0, "roofline_us": 400.0, "compile_us": 420.0},
+                {"kind": "compile", "task": "bf16-gemm", "shape_index": 0, "roofline_us": 1000.0, "compile_us": 1600.0,
+                 "vendor_us": 1400.0}])
+            write_part(d, "solutions", "abc", [
+                {"kind": "solution", "task": "softmax", "shape_index": 0, "judge_us": 420.0},
+                {"kind": "solution", "task": "bf16-gemm", "shape_index": 0, "judge_us": 1500.0}])
+            write_part(d, "ncu", "abc", [{"kind": "ncu", "task": "softmax", "shape_index": 0, "ncu_us": 400.0}])
+            run, parts = ct.read_run(d)
+            rows = ct.rows_of(parts)
+            text, totals = ct.render(run, rows)
+        sm, gm = rows
+        # softmax: the grade beats the events figure; ncu is the solution's time; target min(500, 400).
+        self.assertEqual((sm["eager_us"], sm["sol_us"], sm["target_us"]), (2000.0, 400.0, 400.0))
+        self.assertTrue(sm["met"])
+        self.assertAlmostEqual(sm["judge_vs_ncu_pct"], 5.0)
+        self.assertAlmostEqual(sm["roofline_pct"], 100.0)
+        # bf16-gemm: no grade, so the events figure; no ncu, so the judge's; the vendor is the target.
+        self.assertEqual((gm["eager_us"], gm["sol_us"], gm["target_us"]), (1500.0, 1500.0, 1400.0))
+        self.assertTrue(gm["eager_from_events"] and gm["sol_from_judge"])
+        self.assertFalse(gm["met"])
+        self.assertAlmostEqual(totals["over_eager"], (5.0 * 1.0) ** 0.5)
+        self.assertAlmostEqual(totals["over_compile"], (420 / 400 * 1600 / 1500) ** 0.5)
+        self.assertEqual((totals["met"], totals["of"]), (1, 2))
+        self.assertIn("| bf16-gemm (T4) | 0 | 1500 (events) | 1600 | - | 1500 | - | 67% | cuBLAS 1400 | no |", text)
+        self.assertIn("bf16-gemm shape 0: eager: timeout: cut", text)
+
+    def test_parts_of_two_commits_are_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_part(d, "eager", "abc", [])
+            write_part(d, "ncu", "def", [])
+            with self.assertRaisesRegex(ct.TableError, "different commits .*eager abc.*ncu def"):
+                ct.read_run(d)
+
+    def test_a_part_without_its_run_line_is_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "eager.jsonl"), "w") as f:
+                f.write('{"kind": "eager", "task": "softmax"}\n')
+            with self.assertRaisesRegex(ct.TableError, "eager.jsonl: no `run` line"):
+                ct.read_run(d)
+
+    def test_write_replaces_only_between_the_markers(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = os.path.join(d, "DOC.md")
+            with open(doc, "w") as f:
+                f.write("before\n%s\nold table\n%s\nafter\n" % (ct.BEGIN, ct.END))
+            ct.write_between_markers(doc, "new table\n")
+            self.assertEqual(ct._read(doc), "before\n%s\nnew table\n%s\nafter\n" % (ct.BEGIN, ct.END))
+            with open(doc, "w") as f:
+                f.write("no markers\n")
+            with self.assertRaisesRegex(ct.TableError, "needs exactly one"):
+                ct.write_between_markers(doc, "x")
+
+
+class Records(unittest.TestCase):
+    def test_grade_records(self):
+        doc = {"overall": {"accept": False}, "cases": [
+            {"test_case_id": "synthetic-0", "status": "ok", "correct": True, "message": "median 512.250 us over 30 timed calls"},
+            {"test_case_id": "synthetic-2", "status": "incorrect", "correct": False, "message": "relative Frobenius 0.5"}]}
+        recs = ct.grade_records("solution", "softmax", "kzoo: a log line\n" + json.dumps(doc, indent=1))
+        self.assertEqual([(r["shape_index"], r.get("judge_us")) for r in recs], [(0, 512.25), (2, None)])
+        self.assertIn("incorrect: relative Frobenius 0.5", recs[1]["error"])
+        self.assertIn("no grade document", ct.grade_records("eager", "softmax", "")[0]["error"])
+
+    def test_tolerance_record_fp8_quant(self):
+        # The GPU run: E = 0.0153 makes 0.01 inadmissible (2E = 0.031); 0.06 sits between 2E and D/10.
+        with tempfile.TemporaryDirectory() as d:
+            cal, fast, task = (os.path.join(d, n) for n in ("cal.json", "fast.json", "task.json"))
+            dump(cal, {"measured_floor_E": 0.0153, "measured_drop_D": 0.99994})
+            dump(fast, {"solution": 0.004, "fast_reference": 0.0})
+            for value, admissible, proposed in ((0.01, False, 0.06), (0.06, True, 0.06)):
+                dump(task, {"grading": {"tolerance": {"comparator": "rowwise", "value": value, "row_pass": 0.99}}})
+                r = ct.tolerance_record("fp8-quant-per-token", task, cal, fast)
+                self.assertEqual((r["admissible"], r["proposed"]), (admissible, proposed))
+
+
+class CompileFix(unittest.TestCase):
+    def test_the_reference_module_is_importable_for_dynamo(self):
+        # torch.compile imports the traced function's module; a reference's is kzoo_reference, which no
+        # import made ("No module named 'kzoo_reference'" on the GPU, 2026-12-01).
+        import catalog_helper
+        from kzoo_judge import reference, task as task_mod
+        task = task_mod.load(os.path.join(HERE, "..", "..", "catalog", "tasks", "softmax", "task.json"))
+        fn = reference.load(task)
+        sys.modules.pop(fn.__module__, None)
+        with self.assertRaises(ModuleNotFoundError):
+            importlib.import_module(fn.__module__)
+        catalog_helper._as_module(fn)
+        mod = importlib.import_module(fn.__module__)
+        self.assertIs(getattr(mod, task.entry_point), fn)
+        self.assertIs(mod.torch, fn.__globals__["torch"])
+
+
+if __name__ == "__main__":
+    unittest.main()
