@@ -154,9 +154,9 @@ class Incumbent:
             # fresh inputs (timing.FLAG_RETRIES): a noise flag on one side alone would
             # inflate that side's figure and bias the ratio.
             def attempt(k):
-                (child_ns, wall), inc = pair("timed", done, n, index, k)
-                f = j.figure(child_ns, wall, overhead)
-                i = j.figure(inc[0], inc[1], inc_overhead) if inc is not None else None
+                (child_ns, wall, check_ns), inc = pair("timed", done, n, index, k)
+                f = j.figure(child_ns, wall, overhead, check_ns)
+                i = j.figure(inc[0], inc[1], inc_overhead, inc[2]) if inc is not None else None
                 return (f, i), f.flagged or (i is not None and i.flagged)
             fig, ifig = j._rerun_while_flagged(attempt)
             figures.append(fig)

@@ -208,7 +208,8 @@ class Judge:
                             stream, t, _, wall = self._all_at_once(child, [[] for _ in range(n)], "trivial", dims, trivial)
                     except CaseFailure as e:
                         raise ChildFailure("protocol", "harness calibration failed: %s" % e)
-                    samples.append((n, wall - sum(stream)))
+                    # less the calls' device-wide windows, as the cross-check counts them (timing.checked_ns)
+                    samples.append((n, wall - sum(timing.checked_ns(stream, t))))
                     tails += t
             # The window's floor: the least gap between a call's stream end and the device's
             # end when nothing else runs (timing.window_ns). The least, so that hidden work
@@ -324,11 +325,12 @@ class Judge:
         if mode == "timed":
             self.phases.note("of which timed calls (child's figures)", sum(stream) / 1e9)
             child_ns = timing.window_ns(stream, tails, chosen.tail_floors.get(self._dims_key(dims)))
+            check_ns = timing.checked_ns(stream, tails)
             if self.opt.trace:
                 log("trace: stream %s us; tails %s us" % (["%.1f" % (x / 1e3) for x in stream],
                                                           ["%.1f" % (x / 1e3) for x in tails]))
         else:
-            child_ns = stream  # the profiler pass: (events, calls)
+            child_ns, check_ns = stream, None  # the profiler pass: (events, calls)
         if out_arena is not None:
             # timed (paced) calls: the copies the judge took as each call ended (_one_by_one)
             outs = self._unpack_outputs(chosen.out_shadow if mode == "timed" and self._paced() else out_arena, outs)
@@ -343,7 +345,7 @@ class Judge:
             lenient.append(str(e))
         finally:
             self.freezer.thaw(frozen)
-        return child_ns, wall
+        return child_ns, wall, check_ns
 
     # GPU: how long the device may stay busy with work the judge did not start, every other
     # process of the run stopped, before a timed batch gives up on it.
@@ -672,9 +674,9 @@ class Judge:
         while done < self.opt.iterations:
             n = min(bsize, self.opt.iterations - done)
             def attempt(k):
-                child_ns, wall = self._batch(dims, timing.timed_labels(case.id, done, n, k), "timed", verdicts.append,
-                                             checked=timing.in_batch(timed, done, n))
-                f = self.figure(child_ns, wall, overhead)
+                child_ns, wall, check_ns = self._batch(dims, timing.timed_labels(case.id, done, n, k), "timed",
+                                                       verdicts.append, checked=timing.in_batch(timed, done, n))
+                f = self.figure(child_ns, wall, overhead, check_ns)
                 return f, f.flagged
             fig = self._rerun_while_flagged(attempt)
             figures.append(fig)
@@ -695,15 +697,16 @@ class Judge:
         ranked = sorted(range(total), key=lambda i: self.secret.derive("check", kind, case.id, i))
         return set(ranked[:k])
 
-    def figure(self, child_ns, wall, overhead):
-        """One timed batch's samples: checked against the judge's clock, and on the GPU evened
-        out when its calls are too unequal to be honest (timing.even_out)."""
+    def figure(self, child_ns, wall, overhead, check_ns=None):
+        """One timed batch's samples (`child_ns`): their device-wide windows (`check_ns`, default
+        the samples) checked against the judge's clock, and on the GPU evened out when its calls
+        are too unequal to be honest (timing.even_out)."""
         bell = self.spin_s > 0  # timed through the doorbell (_rung_call)
         if self.device == "cuda":
             fraction = timing.PLAUSIBLE_FRACTION_GPU
         else:
             fraction = timing.PLAUSIBLE_FRACTION_BELL if bell else timing.PLAUSIBLE_FRACTION
-        f = timing.cross_check(child_ns, wall, overhead, fraction)
+        f = timing.cross_check(child_ns, wall, overhead, fraction, check_ns)
         if self.opt.trace:
             log("trace: batch of %d: child %s us; judge %.1f us/call (est), wall %.1f us/call, overhead %r; flagged %s"
                 % (len(child_ns), ["%.1f" % (c / 1e3) for c in child_ns], f.judge_per_call_ns / 1e3,
@@ -724,7 +727,7 @@ class Judge:
     def profile(self, case, dims, verdicts):
         """Untimed profiler pass (child; its outputs are checked like any other) and the reference's profile (judge)."""
         from torch.profiler import ProfilerActivity, profile as tprofile
-        (events, calls), _ = self._batch(dims, [("profile", case.id, k) for k in range(2)], "profile", verdicts.append)
+        (events, calls), _, _ = self._batch(dims, [("profile", case.id, k) for k in range(2)], "profile", verdicts.append)
         pristine = inputs.make_inputs(self.task, dims, self.secret.derive("profile-ref", case.id), self.device)
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device == "cuda" else [])
         with tprofile(activities=acts) as prof:

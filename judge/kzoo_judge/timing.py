@@ -143,6 +143,21 @@ def window_ns(stream_ns, tails_ns, floors):
     return out
 
 
+def checked_ns(stream_ns, tails_ns):
+    """What the judge's clock is checked against per call: the device-wide window (start to the
+    device's end: stream + tail). Why not the figure (window_ns): the figure leaves out the
+    harness's tail up to its floor, and the judge's clock holds all of it, so on an H200 honest
+    500 us calls, whose tails ran 35-200 us, read 0.75-0.87 of the clock and were flagged. The
+    calibration's overhead is measured the same way (Judge._calibrate_cases). A child that
+    reports a long tail to stay within the bound raises its own figure by as much, less the
+    floor. A malformed pair gives NaN, which cross_check flags."""
+    out = []
+    for s, t in zip(stream_ns, tails_ns):
+        ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 and math.isfinite(v) for v in (s, t))
+        out.append(float(s) + float(t) if ok else math.nan)
+    return out
+
+
 class Overhead:
     def __init__(self, fixed_ns=0.0, per_call_ns=0.0):
         self.fixed_ns = max(0.0, fixed_ns)
@@ -203,16 +218,18 @@ def even_out(fig, limit=SKEW_LIMIT):
     return fig
 
 
-def cross_check(child_ns, wall_ns, overhead, fraction=PLAUSIBLE_FRACTION):
+def cross_check(child_ns, wall_ns, overhead, fraction=PLAUSIBLE_FRACTION, check_ns=None):
     """Samples of one batch after checking the child's times against the judge's clock: a
-    child total below `fraction` of the judge's estimate (less SLACK_NS) is implausible."""
+    child total (of `check_ns`, the calls' device-wide windows, when given; else of the
+    samples) below `fraction` of the judge's estimate (less SLACK_NS) is implausible."""
     n = len(child_ns)
-    child_total = float(sum(child_ns))
+    checked = child_ns if check_ns is None else check_ns
+    child_total = float(sum(checked))
     est_total = wall_ns - overhead.batch_ns(n)
     if est_total <= 0:
         est_total = min(wall_ns, max(child_total, 0.0)) if child_total > 0 else wall_ns
     judge_per_call = est_total / max(n, 1)
-    bad_values = any((not isinstance(t, (int, float))) or t < 0 or math.isnan(t) for t in child_ns)
+    bad_values = any((not isinstance(t, (int, float))) or t < 0 or math.isnan(t) for t in list(child_ns) + list(checked))
     implausible = child_total < fraction * est_total - SLACK_NS
     # A child claiming MORE than the judge's whole clock is also lying (or broken).
     too_slow = child_total > wall_ns * 1.05 + SLACK_NS

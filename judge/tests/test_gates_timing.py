@@ -69,6 +69,34 @@ class CrossCheck(unittest.TestCase):
         self.assertLessEqual(f.samples_ns[0], 1_000_000)
 
 
+class CrossCheckOnDeviceWindows(unittest.TestCase):
+    """On a GPU the judge's clock is held against each call's device-wide window (stream + tail),
+    not its figure, which leaves the harness's tail out up to its floor."""
+
+    def test_honest_calls_with_long_tails_are_not_flagged(self):
+        # 500 us calls whose drain took 150 us: the clock holds 650 us a call (+ the calibrated
+        # overhead); the figures leave the tails out, the device windows do not
+        stream, tails = [500_000] * 4, [150_000] * 4
+        figures = timing.window_ns(stream, tails, 160_000)
+        wall = 4 * 650_000 + 100_000
+        o = timing.Overhead(100_000, 0.0)
+        self.assertTrue(timing.cross_check(figures, wall, o, 0.9).flagged)  # held against the figures
+        f = timing.cross_check(figures, wall, o, 0.9, timing.checked_ns(stream, tails))
+        self.assertFalse(f.flagged)
+        self.assertEqual(f.samples_ns, [500_000.0] * 4)
+
+    def test_a_child_that_under_reports_both_ends_is_flagged(self):
+        stream, tails = [200_000] * 4, [20_000] * 4  # it really took 650 us a call
+        f = timing.cross_check(timing.window_ns(stream, tails, 20_000), 4 * 650_000, timing.Overhead(), 0.75,
+                               timing.checked_ns(stream, tails))
+        self.assertTrue(f.flagged)
+        self.assertEqual(f.samples_ns, [650_000.0] * 4)
+
+    def test_a_malformed_tail_is_flagged(self):
+        f = timing.cross_check([500_000.0], 600_000, timing.Overhead(), 0.75, timing.checked_ns([500_000], [-1]))
+        self.assertTrue(f.flagged)
+
+
 class GpuWindow(unittest.TestCase):
     """Each call's figure from its stream end and its device end (timing.window_ns)."""
 

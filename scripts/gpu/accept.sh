@@ -161,10 +161,10 @@ fi
 # 3. the judge's GPU test classes
 if step tests; then
 t0=$(now)
-(cd judge && timeout "${TESTS_TIMEOUT:-240}" "$PY" -m unittest discover -s tests -t . -k Gpu -v) > "$LOGS/gpu_tests.txt" 2>&1
+(cd judge && timeout "${TESTS_TIMEOUT:-240}" "$PY" -m unittest discover -s tests -t . -k Gpu -k gpu -v) > "$LOGS/gpu_tests.txt" 2>&1
 rc=$?
 ran=$(grep -Eo '^Ran [0-9]+ tests?' "$LOGS/gpu_tests.txt" | tail -1)
-row "judge GPU test classes (-k Gpu)" passed "$([ $rc = 0 ] && echo passed || echo "failed($rc)")" "$(since "$t0")" \
+row "judge GPU tests (-k Gpu -k gpu)" passed "$([ $rc = 0 ] && echo passed || echo "failed($rc)")" "$(since "$t0")" \
   "$ran; $(tail -1 "$LOGS/gpu_tests.txt")"
 fi
 
