@@ -22,8 +22,9 @@ _NATIVE = {
     "bool": torch.bool,
 }
 
-FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
-ALL = tuple(_NATIVE) + FLOAT8
+from .dtype_names import ALL, FLOAT8  # noqa: E402 - the names, shared with task.py (no torch there)
+
+assert set(ALL) == set(_NATIVE) | set(FLOAT8)
 
 # (exponent bits, mantissa bits, bias, has infinities) of each float8 format.
 _F8_LAYOUT = {"float8_e4m3fn": (4, 3, 7, False), "float8_e5m2": (5, 2, 15, True)}

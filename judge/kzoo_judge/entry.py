@@ -12,7 +12,6 @@ import os
 import sys
 
 from . import task as taskmod
-from .inputs import Secret
 
 PR_SET_DUMPABLE = 4
 
@@ -45,6 +44,7 @@ def take_verdict_fd():
 
 def read_secret():
     """The seed from KZOO_SEED_FD (hex; the fd is closed), else a random one with a warning."""
+    from .inputs import Secret  # torch comes with it: not needed by build_test_env
     fd = os.environ.pop("KZOO_SEED_FD", None)
     if fd is None:
         print("kzoo-judge: warning: KZOO_SEED_FD is not set; using a random seed (the signature cannot be verified by anyone)",
@@ -135,7 +135,7 @@ def emit(doc, secret, verdict_fd=None):
 
 
 def cases_from_metas(task, metas, only=None):
-    from .judge import Case
+    Case = taskmod.Case
     out = []
     for m in metas:
         if only and m["test_case_id"] not in only:
@@ -153,7 +153,7 @@ def cases_from_metas(task, metas, only=None):
 
 
 def cases_from_workload(task, workload=None):
-    from .judge import Case
+    Case = taskmod.Case
     wname, w = task.workload(workload)
     return [Case("%s-%d" % (wname, i), wname, task.bind(w, s), None, i) for i, s in enumerate(w.get("graded", []))]
 

@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from . import ab, arena, bell, channel, compare, dtypes, freezer, gates, inputs, reference, spin, timing
+from . import ab, arena, bell, channel, compare, dtypes, freezer, gates, inputs, reference, spin, task, timing
 from .arena import overlap, span
 from .channel import Child, ChildFailure
 
@@ -67,19 +67,7 @@ class Options:
             raise ValueError("KZOO_OPTIONS: 0 < check_share <= 1, min_checked >= 1")
 
 
-class Case:
-    """One graded test case: a workload shape, and the metrics its meta asks for."""
-
-    def __init__(self, test_case_id, workload, dims, metrics=None, graded_index=0, atol=None, rtol=None):
-        self.id = test_case_id
-        self.workload = workload
-        self.dims = dims
-        self.metrics = metrics  # [{name, unit, direction}] or None for the defaults
-        self.graded_index = graded_index
-        # The case's elementwise bound (its meta's correctness_atol / correctness_rtol: the
-        # board's guardrail), held on every compared call; None where it declares none.
-        self.atol = atol
-        self.rtol = rtol
+Case = task.Case  # read with the task (no torch there): the build step needs it too
 
 
 def elementwise_bound(cases, options):

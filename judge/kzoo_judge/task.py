@@ -8,7 +8,7 @@ the field instead of a stack trace deep in the judge.
 import json
 import os
 
-from . import dtypes, expr
+from . import dtype_names, expr
 
 COMPARATORS = ("relative-frobenius", "relative-frobenius-tuple-max", "rowwise", "exact")
 
@@ -24,8 +24,8 @@ class TensorSpec:
         self.name = raw["name"]
         self.shape = raw["shape"]
         self.dtype = raw["dtype"]
-        if self.dtype not in dtypes.ALL:
-            raise TaskError("%s: dtype %r is not one of %s" % (where, self.dtype, ", ".join(dtypes.ALL)))
+        if self.dtype not in dtype_names.ALL:
+            raise TaskError("%s: dtype %r is not one of %s" % (where, self.dtype, ", ".join(dtype_names.ALL)))
         self.quantized = raw.get("quantized")
         self.meaning = raw.get("meaning", "")
         self.raw = raw
@@ -133,3 +133,18 @@ def load(path):
 
 def same_dims(a, b):
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+class Case:
+    """One graded test case: a workload shape, and the metrics its meta asks for."""
+
+    def __init__(self, test_case_id, workload, dims, metrics=None, graded_index=0, atol=None, rtol=None):
+        self.id = test_case_id
+        self.workload = workload
+        self.dims = dims
+        self.metrics = metrics  # [{name, unit, direction}] or None for the defaults
+        self.graded_index = graded_index
+        # The case's elementwise bound (its meta's correctness_atol / correctness_rtol: the
+        # board's guardrail), held on every compared call; None where it declares none.
+        self.atol = atol
+        self.rtol = rtol

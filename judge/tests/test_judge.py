@@ -239,6 +239,17 @@ class Package(unittest.TestCase):
         self.assertEqual(m["cases"][0]["canonical_work"], 2 * 4096 * 4096 * 4)
         self.assertTrue(m["module_present"])
 
+    def test_the_build_step_reads_the_task_without_importing_torch(self):
+        # a process of its own in every grade: torch's import cost seconds of each (docs/PERF.md)
+        code = ("import sys, runpy; sys.argv = ['build_test_env.py']\n"
+                "try:\n    runpy.run_path('.kernel_package/build_test_env.py', run_name='__main__')\n"
+                "except SystemExit:\n    pass\n"
+                "print('torch' in sys.modules)")
+        p = subprocess.run([sys.executable, "-c", code], cwd=self.w, env=self.env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(p.stdout.decode().strip().splitlines()[-1], "False", p.stderr.decode()[-2000:])
+        self.assertTrue(os.path.isfile(os.path.join(self.w, ".kzoo", "run", "manifest.json")))
+
     def test_a_packages_build_step_runs_after_the_manifest_and_its_failure_fails_the_step(self):
         build = os.path.join(self.w, "src", "build.py")
         cache = os.path.join(self.w, ".kzoo", "run", "cache", "torch_extensions")
