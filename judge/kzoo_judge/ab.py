@@ -57,8 +57,13 @@ class Incumbent:
         self.results = {}    # case id -> {"status", "samples", "ratios", "messages"}
 
     # --- the incumbent's child -------------------------------------------------
-    def ensure(self, cases):
-        """Spawn and load the incumbent once; a failure is remembered, not raised."""
+    def ensure(self, cases, starting=()):
+        """Spawn and load the incumbent once; a failure is remembered, not raised. `starting`:
+        children spawned but not yet up (Judge._start_child); they come up together with the
+        incumbent's, and the incumbent is calibrated only once they are. Why: a child coming up
+        does GPU work of its own (its CUDA context, its sleep-rate measure); calibrated beside
+        it, the incumbent's tail floors came out higher than the submission's, its figures lower,
+        and identical code measured 0.963x against itself in one case on an H200."""
         if self.spawned:
             return
         self.spawned = True
@@ -66,7 +71,10 @@ class Incumbent:
             self.error = "the incumbent has no %s under %s" % (self.j.task.module, self.src_dir)
             return
         try:
-            self.child = Child(self.src_dir, self.j.device, self.j.l2_bytes)
+            self.child = Child(self.src_dir, self.j.device, self.j.l2_bytes, wait=False)
+            for other in starting:
+                other.finish_setup()
+            self.child.finish_setup()
             self.j._calibrate(self.child, cases, self.overheads)
             r = self.child.request(("load", self.module_path, self.j.task.entry_point, self.src_dir),
                                    self.j.opt.load_timeout_s)

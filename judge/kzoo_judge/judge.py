@@ -152,7 +152,7 @@ class Judge:
         fresh = Child(self.src_dir, self.device, self.l2_bytes, wait=False)
         try:
             if self.ab is not None:
-                self.ab.ensure(cases)
+                self.ab.ensure(cases, starting=[fresh])
             fresh.finish_setup()
         except BaseException:
             fresh.kill()
@@ -213,6 +213,14 @@ class Judge:
             for n, w in samples:
                 best[n] = min(best.get(n, w), w)
             overheads.setdefault(key, timing.Overhead.fit(sorted(best.items())))
+
+    def _floors(self, key):
+        """The tail floors a timed call of shape `key` is charged against: every live child's
+        calibration at that shape merged (timing.TailFloors.merged), so that both sides of an A/B
+        run are held to the same floors. Why: each child's own floors differed with the moment
+        it was calibrated, and the side with the higher ones was charged less."""
+        children = [self.child] + ([self.ab.child] if self.ab is not None and self.ab.child is not None else [])
+        return timing.TailFloors.merged([c.tail_floors[key] for c in children if c is not None and key in c.tail_floors])
 
     def _calibrate_floors(self, child, dims, key, trivial, out_slot, floors):
         """The tail floors after judge-owned calls that keep the device busy as long as graded
@@ -312,7 +320,7 @@ class Judge:
             raise
         if mode == "timed":
             self.phases.note("of which timed calls (child's figures)", sum(stream) / 1e9)
-            child_ns = timing.window_ns(stream, tails, chosen.tail_floors.get(self._dims_key(dims)))
+            child_ns = timing.window_ns(stream, tails, self._floors(self._dims_key(dims)))
             check_ns = timing.checked_ns(stream, tails)
             if self.opt.trace:
                 log("trace: stream %s us; tails %s us" % (["%.1f" % (x / 1e3) for x in stream],

@@ -103,6 +103,20 @@ class TailFloors:
         self.levels.append((min(streams_ns), quantile(sorted(tails_ns), TAIL_QUANTILE)))
         self.levels.sort()
 
+    @classmethod
+    def merged(cls, floors):
+        """One set of floors from several children's calibrations of the same shape: level by
+        level the highest floor (the least stream). None without any."""
+        floors = [f for f in floors if f is not None and f.levels]
+        if not floors:
+            return None
+        if len({len(f.levels) for f in floors}) != 1:
+            return max(floors, key=lambda f: sum(t for _, t in f.levels))
+        out = cls()
+        out.levels = [(min(lv[i][0] for lv in (f.levels for f in floors)), max(lv[i][1] for lv in (f.levels for f in floors)))
+                      for i in range(len(floors[0].levels))]
+        return out
+
     def at(self, stream_ns):
         """The floor for a call of this stream time: the least tail at the longest level it
         reaches, or at any longer level. The least of three calls is itself noisy (on an H200

@@ -136,6 +136,16 @@ class GpuWindow(unittest.TestCase):
         self.assertEqual(timing.window_ns([500_000], [35_000], floors), [500_000.0])
         self.assertEqual(timing.window_ns([500_000], [335_000], floors), [500_000.0 + 335_000 - q])
 
+    def test_both_sides_of_an_ab_run_are_held_to_the_same_merged_floors(self):
+        a, b = timing.TailFloors(), timing.TailFloors()
+        a.add([0], [20_000])
+        a.add([1_000_000], [30_000])
+        b.add([0], [25_000])
+        b.add([1_010_000], [28_000])
+        m = timing.TailFloors.merged([a, b, None])
+        self.assertEqual(m.levels, [(0, 25_000), (1_000_000, 30_000)])
+        self.assertIsNone(timing.TailFloors.merged([None, timing.TailFloors()]))
+
     def test_a_high_reading_at_one_level_is_capped_by_the_longer_levels(self):
         floors = timing.TailFloors()
         for stream, tail in ((0, 19_000), (2_000_000, 46_000), (4_000_000, 86_000), (16_000_000, 55_000)):
