@@ -29,6 +29,7 @@ std::optional<Caller> Api::require(const httplib::Request& req, httplib::Respons
   access::Context ctx = ctx_in;
   ctx.reads_need_token = cfg.require_token_for_reads;
   Caller c;
+  c.address = req.remote_addr;
   if (req.has_header("Authorization")) {
     auto text = access::bearer(req.get_header_value("Authorization"));
     auto parsed = text ? access::parse_token(*text) : std::nullopt;
@@ -123,9 +124,10 @@ bool Api::within_limits(const Caller& c, std::uint64_t incoming_bytes, httplib::
 void Api::get_whoami(const httplib::Request& req, httplib::Response& res) {
   auto c = require(req, res, access::Action::read);
   if (!c) return;
-  if (!c->who) return send_json(res, 200, {{"user", nullptr}, {"anonymous", true}});
+  if (!c->who) return send_json(res, 200, {{"user", nullptr}, {"anonymous", true}, {"address", c->address}});
   send_json(res, 200,
             {{"anonymous", false},
+             {"address", c->address},
              {"user", c->who->user},
              {"role", store::to_string(c->who->role)},
              {"token", {{"id", c->who->token_id}, {"kind", store::to_string(c->who->kind)},
@@ -210,7 +212,8 @@ void Api::get_audit(const httplib::Request& req, httplib::Response& res) {
                     {"token_id", e.token_id.empty() ? nlohmann::json() : nlohmann::json(e.token_id)},
                     {"action", e.action},
                     {"target", e.target},
-                    {"detail", e.detail}});
+                    {"detail", e.detail},
+                    {"address", e.address.empty() ? nlohmann::json() : nlohmann::json(e.address)}});
   nlohmann::json body = {{"entries", list}};
   if (!log->empty() && static_cast<int>(log->size()) == f.limit)
     body["next"] = fmt::format("/api/audit?before={}&limit={}", log->back().id, f.limit);

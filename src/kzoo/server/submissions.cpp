@@ -83,7 +83,7 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
             refusal = Refusal{400, "duplicate_file", "the request has two file parts: send exactly one package", part.name};
             return false;
           }
-          auto f = UploadFile::create(paths.uploads(), cfg.max_upload_bytes);
+          auto f = UploadFile::create(paths.uploads(), cfg.max_upload_bytes, cfg.server_id);
           if (!f) {
             refusal = Refusal{500, "storage", f.error().message, ""};
             return false;
@@ -210,7 +210,10 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
                           .package_path = "",
                           .sha256 = *sha,
                           .token_id = caller->who->token_id,
-                          .package_bytes = static_cast<std::int64_t>(file->size())};
+                          .package_bytes = static_cast<std::int64_t>(file->size()),
+                          .route = "",
+                          .kind = "submission",
+                          .received_by = cfg.server_id};
   bool held = caller->decision.held;  // an outsider's job waits for a maintainer (JobHeldAdmin)
   const bool pull_request = fields.count("pull_request") && fields["pull_request"] == "true";
   if (pull_request && (!fields.count("route") || fields["route"].empty()))
@@ -311,7 +314,10 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
 
 Result<int> Api::recover() {
   int n = 0;
-  auto removed = remove_incoming(paths.uploads());
+  // Several servers share the directory with a PostgreSQL state: each
+  // recovers only what it was receiving itself when it stopped.
+  const bool shared = store::is_postgres_url(paths.state_url());
+  auto removed = remove_incoming(paths.uploads(), shared ? cfg.server_id : "");
   if (!removed) return tl::unexpected(removed.error());
   auto lease = db.get();
   if (!lease) return fail(lease.error().message);
@@ -319,6 +325,7 @@ Result<int> Api::recover() {
   for (;;) {
     store::SubmissionFilter f;
     f.state = store::State::received;
+    if (shared) f.received_by = cfg.server_id;
     f.limit = 1000;
     auto list = dbx->list_submissions(f);
     if (!list) return fail(list.error().message);
