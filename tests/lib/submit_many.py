@@ -12,6 +12,7 @@ caller can check that each got exactly one. PROGRESS_FILE holds the number of
 submissions answered so far, rewritten as they come.
 """
 import json
+import os
 import sys
 import threading
 import time
@@ -81,8 +82,9 @@ def main():
             results[i] = {"attempts": attempts, "status": None, "answer": None}
         with lock:
             done[0] += 1
-            with open(progress_path, "w") as f:
+            with open(progress_path + ".tmp", "w") as f:
                 f.write(str(done[0]))
+            os.replace(progress_path + ".tmp", progress_path)  # readers never see it half-written
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         list(pool.map(one, range(n)))
