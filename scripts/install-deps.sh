@@ -18,6 +18,8 @@ PKGS=(
   libkainjow-mustache-dev libcmark-dev
   # the state on PostgreSQL: its tests start a real server (initdb, pg_ctl) as the postgres user
   postgresql-15
+  # the Slurm runner: its tests start a single-node cluster (tests/lib/slurm.sh)
+  slurm-wlm munge
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   wrk  # normal traffic beside slow clients (scripts/bench_front_door.sh)

@@ -120,6 +120,8 @@ struct Api {
   // Per-token limits for a submission of `incoming_bytes`; false when over
   // one (429 with Retry-After, `res` filled).
   bool within_limits(const Caller& c, std::uint64_t incoming_bytes, httplib::Response& res);
+  // A token's caps: its own limits, else the server's defaults.
+  store::Admission admission_of(const store::Token& t) const;
   // The board (board_api.cpp): JSON and pages.
   void get_board(const httplib::Request& req, httplib::Response& res);
   void get_board_version(const httplib::Request& req, httplib::Response& res);

@@ -196,6 +196,7 @@ int http_status(const store::StateError& e) {
     case store::StateError::invalid: return 400;
     case store::StateError::busy: return 503;
     case store::StateError::io: return 500;
+    case store::StateError::limited: return 429;
   }
   return 500;
 }

@@ -213,7 +213,19 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
                           .package_bytes = static_cast<std::int64_t>(file->size()),
                           .route = "",
                           .kind = "submission",
-                          .received_by = cfg.server_id};
+                          .received_by = cfg.server_id,
+                          .admission = std::nullopt};
+  // The caps again, atomically with the record: within_limits above saw the
+  // usage before the upload, and other requests of this token may have been
+  // recorded since, on this server or another.
+  auto token = dbx->get_token(caller->who->token_id);
+  if (!token) return refuse({http_status(token.error()), "database", token.error().message});
+  ns.admission = admission_of(*token);
+  auto refuse_create = [&](const store::StateError& e) {
+    if (e.kind != store::StateError::limited) return refuse({http_status(e), "database", e.message});
+    res.set_header("Retry-After", "60");
+    refuse({429, "rate_limited", e.message, "", {{"retry_after_s", 60}}});
+  };
   bool held = caller->decision.held;  // an outsider's job waits for a maintainer (JobHeldAdmin)
   const bool pull_request = fields.count("pull_request") && fields["pull_request"] == "true";
   if (pull_request && (!fields.count("route") || fields["route"].empty()))
@@ -259,7 +271,7 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
     // Recorded, so the submitter has an id to refer to; the bytes are not kept.
     ns.package_path = "-";
     auto s = dbx->create_submission(ns);
-    if (!s) return refuse({http_status(s.error()), "database", s.error().message});
+    if (!s) return refuse_create(s.error());
     std::vector<std::string> reasons;
     for (const auto& v : pv) reasons.push_back(to_string(v));
     nlohmann::json verdict = {{"stage", "intake"}, {"accept", false}, {"violations", to_json(pv)}};
@@ -291,7 +303,7 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
     }
   }
   auto s = dbx->create_submission(ns);
-  if (!s) return refuse({http_status(s.error()), "database", s.error().message});
+  if (!s) return refuse_create(s.error());
   if (auto c = file->commit(name); !c) {
     (void)dbx->reject(s->id, {"the server could not store the upload: " + c.error().message}, nullptr);
     return refuse({500, "storage", c.error().message});

@@ -55,6 +55,8 @@ class JobQueue {
   virtual StateResult<Job> get_job(std::int64_t id) = 0;
   virtual StateResult<std::vector<Job>> jobs_of(std::int64_t submission_id) = 0;
   virtual StateResult<std::int64_t> count_jobs(State s) = 0;
+  // Queued jobs a worker may claim now (not held): the work waiting for a runner.
+  virtual StateResult<std::int64_t> count_claimable() = 0;
 
   // Holds. A held queued job becomes claimable; wrong_state unless queued
   // and held for a maintainer (kHeldAdmin).

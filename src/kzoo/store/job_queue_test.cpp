@@ -156,6 +156,7 @@ TEST_P(JobQueueTest, AHeldJobIsNeverClaimedUntilReleased) {
   auto none = db->claim_job("w1", 60);
   ASSERT_TRUE(none);
   EXPECT_FALSE(*none);
+  EXPECT_EQ(*db->count_claimable(), 0) << "a held job waits for a maintainer, not a worker";
   auto list = db->held_jobs();
   ASSERT_TRUE(list);
   ASSERT_EQ(list->size(), 1u);
@@ -175,6 +176,7 @@ TEST_P(JobQueueTest, AHeldJobIsNeverClaimedUntilReleased) {
   EXPECT_EQ(db->release_job(free_job).error().kind, StateError::wrong_state);
   EXPECT_EQ(db->release_job(999).error().kind, StateError::not_found);
   EXPECT_TRUE(db->held_jobs()->empty());
+  EXPECT_EQ(*db->count_claimable(), 1) << "the released job waits for a worker; the other is running";
   auto c2 = db->claim_job("w2", 60);
   ASSERT_TRUE(c2 && *c2);
   EXPECT_EQ((**c2).id, held);

@@ -247,4 +247,24 @@ Token Core::load_token(const std::string& id, bool lock) {
   return token_of(rows.front());
 }
 
+TokenUsage Core::usage(const std::string& id, UnixMs since) {
+  TokenUsage u;
+  // sum() of BIGINT is NUMERIC on PostgreSQL: cast back.
+  auto s = conn_->query("SELECT count(*), min(created_at), CAST(COALESCE(sum(package_bytes), 0) AS BIGINT), "
+                         "min(CASE WHEN package_bytes > 0 THEN created_at END) "
+                         "FROM submissions WHERE token_id=$1 AND created_at > $2",
+                         {id, since}).at(0);
+  u.submissions = s.i64(0);
+  u.oldest_submission = s.opt(1);
+  u.upload_bytes = s.i64(2);
+  u.oldest_upload = s.opt(3);
+  u.active_jobs = conn_->query("SELECT count(*) FROM jobs j JOIN submissions s ON s.id = j.submission_id "
+                                "WHERE s.token_id=$1 AND j.state IN ('queued','running')",
+                                {id}).at(0).i64(0);
+  auto c = conn_->query("SELECT count(*), min(at) FROM comments WHERE token_id=$1 AND at > $2", {id, since}).at(0);
+  u.comments = c.i64(0);
+  u.oldest_comment = c.opt(1);
+  return u;
+}
+
 }  // namespace kzoo::store::sql

@@ -189,6 +189,10 @@ StateResult<std::int64_t> SqlJobQueue::count_jobs(State s) {
   });
 }
 
+StateResult<std::int64_t> SqlJobQueue::count_claimable() {
+  return c_.guarded([&] { return c_.db().query("SELECT count(*) FROM jobs WHERE state='queued' AND held=0").at(0).i64(0); });
+}
+
 StateResult<Job> SqlJobQueue::release_job(std::int64_t job_id) {
   return c_.guarded([&] {
     return c_.write([&] {

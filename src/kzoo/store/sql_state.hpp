@@ -93,6 +93,8 @@ class Core {
   Pull load_pull(std::int64_t submission_id, bool lock = false);
   User load_user(const std::string& name);
   Token load_token(const std::string& id, bool lock = false);
+  // What token `id` used since `since` (AccountStore::token_usage), in the caller's transaction.
+  TokenUsage usage(const std::string& id, UnixMs since);
 
   static const char* const kSubCols;
   static const char* const kJobCols;
@@ -142,6 +144,7 @@ class SqlJobQueue : public virtual JobQueue {
   StateResult<Job> get_job(std::int64_t id) override;
   StateResult<std::vector<Job>> jobs_of(std::int64_t submission_id) override;
   StateResult<std::int64_t> count_jobs(State s) override;
+  StateResult<std::int64_t> count_claimable() override;
   StateResult<Job> release_job(std::int64_t job_id) override;
   StateResult<std::vector<HeldJob>> held_jobs(int limit) override;
   UnixMs now() override;

@@ -5,6 +5,33 @@
 
 namespace kzoo::store::sql {
 
+namespace {
+
+// The token's caps (Admission), checked with its row locked: servers
+// admitting its submissions at once take turns here, and each sees the
+// others' committed submissions.
+void admit(Core& c, const NewSubmission& n, UnixMs now) {
+  c.db().query(fmt::format("SELECT id FROM tokens WHERE id=$1{}", c.db().lock_rows()), {n.token_id});
+  const Admission& a = *n.admission;
+  constexpr UnixMs kHour = 3'600'000, kDay = 24 * kHour;
+  const TokenUsage hour = c.usage(n.token_id, now - kHour);
+  if (hour.submissions + 1 > a.per_hour)
+    refuse(StateError::limited, fmt::format("token {} is over its limit of {} submissions per hour ({} used): retry "
+                                            "later",
+                                            n.token_id, a.per_hour, hour.submissions));
+  const TokenUsage day = c.usage(n.token_id, now - kDay);
+  if (day.active_jobs + 1 > a.concurrent_jobs)
+    refuse(StateError::limited, fmt::format("token {} is over its limit of {} jobs at a time ({} queued or running): "
+                                            "retry when one ends",
+                                            n.token_id, a.concurrent_jobs, day.active_jobs));
+  if (day.upload_bytes + n.package_bytes > a.bytes_per_day)
+    refuse(StateError::limited, fmt::format("token {} is over its limit of {} upload bytes per day ({} used): retry "
+                                            "later",
+                                            n.token_id, a.bytes_per_day, day.upload_bytes));
+}
+
+}  // namespace
+
 StateResult<Submission> SqlSubmissions::create_submission(const NewSubmission& n) {
   return c_.guarded([&] {
     if (n.kernel_id.empty() || n.kernel_id.size() > 200)
@@ -23,6 +50,7 @@ StateResult<Submission> SqlSubmissions::create_submission(const NewSubmission& n
     if (n.received_by.size() > 128) refuse(StateError::invalid, "received_by (a server id) is over 128 bytes");
     return c_.write([&] {
       UnixMs now = c_.db().now();
+      if (n.admission) admit(c_, n, now);
       auto rows = c_.db().query(
           fmt::format("INSERT INTO submissions(kernel_id, submitter_id, summary, package_path, sha256, created_at, "
                       "updated_at, state, token_id, package_bytes, route, kind, received_by) "

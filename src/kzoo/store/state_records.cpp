@@ -50,6 +50,7 @@ std::string_view to_string(StateError::Kind k) {
     case StateError::invalid: return "invalid";
     case StateError::busy: return "busy";
     case StateError::io: return "io";
+    case StateError::limited: return "limited";
   }
   return "?";
 }

@@ -48,6 +48,7 @@ struct StateError {
     invalid,      // a malformed argument (bad sha256, empty worker id...)
     busy,         // the database stayed locked past the busy timeout: retry
     io,           // the database failed (disk, corruption, schema)
+    limited,      // over a per-token cap (NewSubmission::admission): retry later
   };
   Kind kind;
   std::string message;  // names the entity, the states or values, and what to do
@@ -57,6 +58,16 @@ template <class T>
 using StateResult = tl::expected<T, StateError>;
 
 std::string_view to_string(StateError::Kind k);
+
+// The per-token caps a new submission must fit under. create_submission
+// checks them in the transaction that records it, with the token's row
+// locked, so servers admitting at once cannot together pass a cap; a check
+// before reading the upload is only the early, cheap refusal.
+struct Admission {
+  std::int64_t per_hour = 0;         // submissions in the last hour, this one included
+  std::int64_t concurrent_jobs = 0;  // the token's queued or running jobs, this one included
+  std::int64_t bytes_per_day = 0;    // package bytes in the last day, this one included
+};
 
 struct NewSubmission {
   std::string kernel_id;
@@ -69,6 +80,7 @@ struct NewSubmission {
   std::string route;         // the route it targets (board/: branch routes/<route>); empty: main
   std::string kind = "submission";  // "submission" | "baseline" (a board's eager baseline measurement)
   std::string received_by;   // the server that received it (its recovery after a restart); empty: none named
+  std::optional<Admission> admission;  // caps on token_id's use; none: not capped (server-made submissions)
 };
 
 struct Submission {

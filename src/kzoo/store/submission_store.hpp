@@ -19,6 +19,9 @@ class SubmissionStore {
  public:
   virtual ~SubmissionStore() = default;
 
+  // Records a received submission. With `s.admission`, refused (limited)
+  // when it would take its token over a cap, checked atomically with the
+  // insert (state_records.hpp Admission).
   virtual StateResult<Submission> create_submission(const NewSubmission& s) = 0;
   // received → queued, and creates its job (queued; `held` when it must wait
   // for a maintainer's release_job before any worker may claim it). Returns the job.

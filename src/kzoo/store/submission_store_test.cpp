@@ -3,6 +3,9 @@
 // transitions from the wrong state are refused and change nothing.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "kzoo/store/state_fixture.hpp"
 
 namespace kzoo::store {
@@ -196,6 +199,39 @@ TEST_P(SubmissionsTest, ASubmissionNamesTheServerThatReceivedItSoARestartRecover
   EXPECT_EQ((*left)[0].id, a->id);
   mine.received_by = std::string(129, 's');
   EXPECT_REFUSED(db->create_submission(mine), invalid);
+}
+
+TEST_P(SubmissionsTest, ATokensCapsAreCheckedWithTheRecordSoConcurrentServersCannotPassThem) {
+  ASSERT_TRUE(db->add_user("ann", Role::member));
+  ASSERT_TRUE(db->add_token(token("00000000000000a1", "ann")));
+  NewSubmission n{"k", "ann", "", "/p", kSha, "00000000000000a1", 10};
+  n.admission = Admission{3, 100, 1'000'000};
+  // Eight connections (as on several servers) submit for the token at once.
+  std::atomic<int> admitted{0}, limited{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      auto mine = open();
+      if (!mine) return;
+      auto r = mine->create_submission(n);
+      if (r) ++admitted;
+      else if (r.error().kind == StateError::limited) ++limited;
+      else ++other;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(admitted, 3) << "exactly the hourly cap is admitted";
+  EXPECT_EQ(limited, 5);
+  EXPECT_EQ(other, 0);
+  auto refused = db->create_submission(n);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, StateError::limited);
+  EXPECT_NE(refused.error().message.find("3 submissions per hour"), std::string::npos) << refused.error().message;
+  now += 3'600'001;  // an hour later the window has moved on
+  EXPECT_TRUE(db->create_submission(n));
+  n.admission = Admission{100, 100, 15};
+  EXPECT_EQ(db->create_submission(n).error().kind, StateError::limited) << "the day's 40 bytes and these 10 are over 15";
+  n.admission = std::nullopt;
+  EXPECT_TRUE(db->create_submission(n)) << "a server-made submission is not capped";
 }
 
 }  // namespace
