@@ -176,6 +176,8 @@ check "every recorded submission is final (nothing lost, none left received)" \
   "$([ "$(sql "SELECT count(*) FROM submissions WHERE state IN ('received','queued','running')")" = 0 ]; echo $?)"
 [ -n "$ids" ] && check "every id answered 202 is recorded" \
   "$([ "$(sql "SELECT count(*) FROM submissions WHERE id IN ($ids)")" = "$(echo "$ids" | tr ',' '\n' | wc -l)" ]; echo $?)"
+check "no token got past its cap of $PER_TOKEN an hour, through both doors at once" \
+  "$([ -z "$(sql "SELECT token_id FROM submissions GROUP BY token_id HAVING count(*) > $PER_TOKEN")" ]; echo $?)"
 check "no job completed twice (the audit trail)" \
   "$([ -z "$(sql "SELECT target FROM audit WHERE action='job.complete' GROUP BY target HAVING count(*) > 1")" ]; echo $?)"
 check "no submission has two jobs that finished" \
