@@ -26,6 +26,8 @@ pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 # The board's pages (server/pages.cpp): cmark for AGENTS.md; kainjow-mustache
 # is header-only (<kainjow/mustache.hpp>, LIBNOTES).
 pkg_check_modules(LIBCMARK REQUIRED IMPORTED_TARGET libcmark)
+# The state on PostgreSQL (store/pg_*.cpp): libpqxx 6.4 over libpq (LIBNOTES).
+pkg_check_modules(LIBPQXX REQUIRED IMPORTED_TARGET libpqxx)
 if(KZOO_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
@@ -39,5 +41,5 @@ target_link_libraries(kzoo_deps INTERFACE
   nlohmann_json::nlohmann_json valijson yaml-cpp LibArchive::LibArchive
   SQLiteCpp SQLite::SQLite3 CLI11::CLI11 fmt::fmt spdlog::spdlog
   tl::expected PkgConfig::LIBGIT2 PkgConfig::HTTPLIB PkgConfig::LIBSECCOMP OpenSSL::Crypto PkgConfig::SODIUM
-  PkgConfig::LIBCMARK
+  PkgConfig::LIBCMARK PkgConfig::LIBPQXX
   Threads::Threads)

@@ -10,12 +10,16 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git curl clang libclang-rt-14-dev
   # libraries (DESIGN §7)
   nlohmann-json3-dev libvalijson-dev libyaml-cpp-dev libarchive-dev libgit2-dev
-  libsqlite3-dev libsqlitecpp-dev libcli11-dev libspdlog-dev libfmt-dev
+  libsqlite3-dev libsqlitecpp-dev libpqxx-dev libcli11-dev libspdlog-dev libfmt-dev
   libcpp-httplib-dev libexpected-dev libssl-dev zlib1g-dev libseccomp-dev
   # bearer tokens: random bytes, hashing, constant-time comparison (access/)
   libsodium-dev
   # the board's pages: templates and AGENTS.md (LIBNOTES)
   libkainjow-mustache-dev libcmark-dev
+  # the state on PostgreSQL: its tests start a real server (initdb, pg_ctl) as the postgres user
+  postgresql-15
+  # the Slurm runner: its tests start a single-node cluster (tests/lib/slurm.sh)
+  slurm-wlm munge
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   wrk  # normal traffic beside slow clients (scripts/bench_front_door.sh)

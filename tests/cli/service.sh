@@ -53,7 +53,6 @@ json() {
     sed 's/^/    py: /' "$T/pyerr"
   fi
 }
-jget() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 
 G() { git --git-dir "$D/kernel_data.git" "$@"; }
 head_of_main() { G rev-parse refs/heads/main; }
@@ -114,16 +113,6 @@ make_people() {
   OLA_TOKEN=$("$KZOO" token new ola --data "$D" 2>/dev/null)
   "$KZOO" token new mia --runner ci-runner --data "$D" >"$T/runner.token" 2>/dev/null
   [ -n "$KZOO_TOKEN" ] && [ -n "$MIA_TOKEN" ] && [ -s "$T/runner.token" ] || fail "token new printed no token"
-}
-# wait_final ID TRIES: polls the submission every 0.5 s until it is final;
-# its last status document is left in $T/st.json. Fails after TRIES polls.
-wait_final() {
-  for _ in $(seq "$2"); do
-    "$KZOO" status "$1" --json >"$T/st.json" 2>/dev/null
-    [ "$(jget "$T/st.json" 'd["final"]' 2>/dev/null)" = True ] && return 0
-    sleep 0.5
-  done
-  return 1
 }
 # remember_id FILE: the id in a submit --json document (final or queued) into
 # LAST_ID and IDS (not in a subshell: IDS must grow).

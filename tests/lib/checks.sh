@@ -36,3 +36,17 @@ stop() {
   kill -9 "$p" 2>/dev/null
   wait "$p" 2>/dev/null
 }
+
+# jget FILE EXPR: prints EXPR (Python over d, the JSON document in FILE).
+jget() { "${PY:-python3}" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+
+# wait_final ID TRIES: polls the submission every 0.5 s until it is final;
+# its last status document is left in $T/st.json. Fails after TRIES polls.
+wait_final() {
+  for _ in $(seq "$2"); do
+    "$KZOO" status "$1" --json >"$T/st.json" 2>/dev/null
+    [ "$(jget "$T/st.json" 'd["final"]' 2>/dev/null)" = True ] && return 0
+    sleep 0.5
+  done
+  return 1
+}

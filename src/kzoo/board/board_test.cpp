@@ -10,7 +10,7 @@
 #include "kzoo/board/board.hpp"
 #include "kzoo/board/rules.hpp"
 #include "kzoo/board/score.hpp"
-#include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/store/open_state.hpp"
 #include "kzoo/store/test_support.hpp"
 
 namespace kzoo::board {
@@ -201,7 +201,7 @@ TEST_F(RepoFixture, RaisingTheVersionKeepsTheEarlierBoard) {
   const int first = (*rules_in_force(*repo))->version;
   std::string v2 = commit_rules({{"version", first + 1}, {"status", "active"}});
   ASSERT_TRUE(repo->set_ref(kChecksTag, v2));
-  auto db = store::open_sqlite_state_db(tmp / "state.db");
+  auto db = store::open_state("sqlite:" + (tmp / "state.db"));
   ASSERT_TRUE(db);
   auto now = store::system_now_ms();
   auto b2 = board_json(*repo, **db, std::nullopt, now);
@@ -219,7 +219,7 @@ TEST_F(RepoFixture, RaisingTheVersionKeepsTheEarlierBoard) {
 
 TEST_F(RepoFixture, QuietIsComputedAfterTwoWeeksWithoutAScore) {
   ASSERT_TRUE(init_rules(*repo, "cpu"));
-  auto db = store::open_sqlite_state_db(tmp / "state.db");
+  auto db = store::open_state("sqlite:" + (tmp / "state.db"));
   ASSERT_TRUE(db);
   auto now = store::system_now_ms();
   auto fresh = board_json(*repo, **db, std::nullopt, now);

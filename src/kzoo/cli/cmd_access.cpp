@@ -21,7 +21,7 @@
 #include "kzoo/server/client.hpp"
 #include "kzoo/server/config.hpp"
 #include "kzoo/server/data_dir.hpp"
-#include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/store/open_state.hpp"
 #include "kzoo/util/iso_time.hpp"
 
 namespace {
@@ -48,7 +48,9 @@ kzoo::Result<std::unique_ptr<store::StateDb>> open_db(const std::string& data) {
   if (!kzoo::server::is_data_dir(data))
     return kzoo::fail(data + " is not a kzoo data directory (no kernel_data.git and state.db): pass --data DIR, set "
                              "KZOO_DATA, or create one with `kzoo init DIR`");
-  auto db = store::open_sqlite_state_db(kzoo::server::DataPaths{data}.state_db());
+  auto url = kzoo::server::resolve_state_url(data, "", kzoo::server::process_env());
+  if (!url) return kzoo::fail(url.error().message);
+  auto db = store::open_state(*url);
   if (!db) return kzoo::fail(db.error().message);
   (*db)->set_actor(local_actor());
   return std::move(*db);

@@ -19,7 +19,7 @@ namespace {
 using namespace kzoo::server;
 
 struct ServeOptions {
-  std::string data, listen, config, catalog;
+  std::string data, listen, config, catalog, state, server_id;
   std::string board_device_class = "auto";
 };
 
@@ -48,6 +48,8 @@ kzoo::Result<ServerConfig> resolve(const ServeOptions& o) {
   if (auto r = apply_env(env, cfg); !r) return tl::unexpected(r.error());
   if (!o.data.empty()) cfg.data_dir = o.data;
   if (!o.catalog.empty()) cfg.catalog = o.catalog;
+  if (!o.state.empty()) cfg.state = o.state;
+  if (!o.server_id.empty()) cfg.server_id = o.server_id;
   if (!o.listen.empty())
     if (auto r = parse_listen(o.listen, cfg); !r) return tl::unexpected(r.error());
   if (auto r = check_config(cfg); !r) return tl::unexpected(r.error());
@@ -60,6 +62,9 @@ const bool init_registered = kzoo::cli::register_command(
       auto o = std::make_shared<ServeOptions>();
       sub.add_option("dir", o->data, "The directory to create (absent or empty)")->required();
       sub.add_option("--catalog", o->catalog, "The catalog's kernel_data root (default: catalog/kernel_data)");
+      sub.add_option("--state", o->state,
+                     "The state: sqlite:PATH (default DIR/state.db) or postgresql://... (env KZOO_STATE); kept in "
+                     "DIR/kzoo.json");
       sub.add_option("--board-device-class", o->board_device_class,
                      "Device class the demo board ranks (default auto: h200 with an NVIDIA GPU, else cpu)");
       return [o] {
@@ -86,6 +91,10 @@ const bool serve_registered = kzoo::cli::register_command(
       sub.add_option("--listen", o->listen, "HOST:PORT (env KZOO_LISTEN, default 127.0.0.1:8321; port 0 = any)");
       sub.add_option("--config", o->config, "JSON config file (env KZOO_CONFIG, default DATA/kzoo.json)");
       sub.add_option("--catalog", o->catalog, "Catalog kernel_data root, for the first start (env KZOO_CATALOG)");
+      sub.add_option("--state", o->state,
+                     "The state: sqlite:PATH or postgresql://... shared by several servers (env KZOO_STATE)");
+      sub.add_option("--server-id", o->server_id,
+                     "This server's id among several on one data directory (env KZOO_SERVER_ID, default the host name)");
       return [o] {
         auto cfg = resolve(*o);
         if (!cfg) {

@@ -47,6 +47,7 @@ struct Args {
   int iterations = 0;
   double min_gain = -1, max_p = -1;
   std::string token_file;
+  std::string state;
 };
 
 const bool registered = kzoo::cli::register_command(
@@ -59,6 +60,8 @@ const bool registered = kzoo::cli::register_command(
       a->o.judge_dir = env_or("KZOO_JUDGE_DIR", std::string(KZOO_SOURCE_DIR) + "/judge");
       a->o.python = env_or("KZOO_PYTHON", "/usr/bin/python3");
       sub.add_option("--data", a->o.data_dir, "data directory (kernel_data.git, state.db, uploads/); default $KZOO_DATA");
+      sub.add_option("--state", a->state,
+                     "the state beside --data: sqlite:PATH or postgresql://... (default $KZOO_STATE, else DATA/kzoo.json's)");
       sub.add_option("--server", a->o.server_url,
                      "work through this server's runner API instead of a data directory (needs a runner token)");
       sub.add_option("--token-file", a->token_file,
@@ -95,6 +98,14 @@ const bool registered = kzoo::cli::register_command(
           } else if (const char* t = std::getenv("KZOO_TOKEN"); t && *t) {
             o.token = t;
           }
+        }
+        if (o.server_url.empty()) {
+          auto url = kzoo::server::resolve_state_url(o.data_dir, a->state, kzoo::server::process_env());
+          if (!url) {
+            std::cerr << "kzoo worker: " << url.error().message << "\n";
+            return kzoo::cli::kExitError;
+          }
+          o.state_url = *url;
         }
         o.catalog_dir = catalog_root(o.catalog_dir);
         o.timeout = std::chrono::seconds(a->timeout_s);

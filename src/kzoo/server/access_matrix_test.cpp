@@ -16,8 +16,8 @@
 #include "kzoo/server/client.hpp"
 #include "kzoo/server/test_support.hpp"
 #include "kzoo/store/kernel_repo.hpp"
-#include "kzoo/store/sqlite_state_db.hpp"
-#include "kzoo/worker/transport.hpp"
+#include "kzoo/store/open_state.hpp"
+#include "kzoo/jobs/wire.hpp"
 
 namespace kzoo::server {
 namespace {
@@ -44,7 +44,7 @@ class AccessMatrixTest : public ::testing::Test {
     cfg.threads = 4;
     if (tweak) tweak(cfg);
     svc_ = std::make_unique<RunningService>(cfg);
-    auto db = store::open_sqlite_state_db(tmp_ / "data/state.db");
+    auto db = store::open_state(store::default_state_url(tmp_ / "data"));
     ASSERT_TRUE(db) << db.error().message;
     db_ = std::move(*db);
     if (tokens_[member].empty()) make_people();
@@ -210,7 +210,7 @@ TEST_F(AccessMatrixTest, EveryMutatingRouteForEveryKindOfCaller) {
   {
     // The trusted package arrives whole: every file of the package at HEAD, byte for byte.
     auto t = send("GET", job + "/trusted", tokens_[runner]);
-    auto tree = worker::tree_from_json(t.body["files"]);
+    auto tree = jobs::tree_from_json(t.body["files"]);
     ASSERT_TRUE(tree) << tree.error().message;
     std::map<std::string, std::string> got;
     for (const auto& f : tree->files) got[f.path] = f.content;
@@ -225,7 +225,7 @@ TEST_F(AccessMatrixTest, EveryMutatingRouteForEveryKindOfCaller) {
     // The board context: the rules kzoo init tagged `checks`, and the branch
     // the server (not the runner) says an accept lands on.
     auto b = send("GET", job + "/board", tokens_[runner]);
-    auto ctx = worker::board_context_from_json(b.body);
+    auto ctx = jobs::board_context_from_json(b.body);
     ASSERT_TRUE(ctx) << ctx.error().message << ": " << b.text;
     EXPECT_EQ(ctx->branch, "main");
     ASSERT_TRUE(ctx->rules.has_value());
@@ -234,7 +234,7 @@ TEST_F(AccessMatrixTest, EveryMutatingRouteForEveryKindOfCaller) {
   }
   std::string evidence;
   job_route("POST evidence", "POST", job + "/evidence",
-            {{"worker", "node-1"}, {"message", "evidence"}, {"files", {{"stderr.log", worker::base64_encode("ok\n")}}}});
+            {{"worker", "node-1"}, {"message", "evidence"}, {"files", {{"stderr.log", jobs::base64_encode("ok\n")}}}});
   {
     auto repo = store::KernelRepo::open(tmp_ / "data/kernel_data.git");
     evidence = *repo->head("refs/jobs/" + std::to_string(claimed));

@@ -27,7 +27,7 @@ namespace kzoo::server {
 // state_db.hpp); connections are reused, at most one per server thread.
 class DbPool {
  public:
-  explicit DbPool(std::string path) : path_(std::move(path)) {}
+  explicit DbPool(std::string state_url) : url_(std::move(state_url)) {}
   class Lease {
    public:
     Lease(DbPool* pool, std::unique_ptr<store::StateDb> db) : pool_(pool), db_(std::move(db)) {}
@@ -46,7 +46,7 @@ class DbPool {
 
  private:
   void put(std::unique_ptr<store::StateDb> db);
-  std::string path_;
+  std::string url_;
   std::mutex mu_;
   std::vector<std::unique_ptr<store::StateDb>> free_;
 };
@@ -62,8 +62,9 @@ struct KernelIndex {
 struct Caller {
   std::optional<access::Principal> who;
   access::Decision decision;
+  std::string address;  // the client's (trusted proxies resolved by the front door)
   store::Actor actor() const {
-    return who ? store::Actor{who->user, who->token_id} : store::Actor{"anonymous", ""};
+    return who ? store::Actor{who->user, who->token_id, address} : store::Actor{"anonymous", "", address};
   }
 };
 
@@ -119,6 +120,8 @@ struct Api {
   // Per-token limits for a submission of `incoming_bytes`; false when over
   // one (429 with Retry-After, `res` filled).
   bool within_limits(const Caller& c, std::uint64_t incoming_bytes, httplib::Response& res);
+  // A token's caps: its own limits, else the server's defaults.
+  store::Admission admission_of(const store::Token& t) const;
   // The board (board_api.cpp): JSON and pages.
   void get_board(const httplib::Request& req, httplib::Response& res);
   void get_board_version(const httplib::Request& req, httplib::Response& res);

@@ -29,6 +29,7 @@ std::optional<Caller> Api::require(const httplib::Request& req, httplib::Respons
   access::Context ctx = ctx_in;
   ctx.reads_need_token = cfg.require_token_for_reads;
   Caller c;
+  c.address = req.remote_addr;
   if (req.has_header("Authorization")) {
     auto text = access::bearer(req.get_header_value("Authorization"));
     auto parsed = text ? access::parse_token(*text) : std::nullopt;
@@ -75,6 +76,12 @@ std::optional<Caller> Api::require(const httplib::Request& req, httplib::Respons
   return c;
 }
 
+store::Admission Api::admission_of(const store::Token& t) const {
+  return {t.limits.submissions_per_hour.value_or(cfg.limit_submissions_per_hour),
+          t.limits.concurrent_jobs.value_or(cfg.limit_concurrent_jobs),
+          t.limits.upload_bytes_per_day.value_or(cfg.limit_upload_bytes_per_day)};
+}
+
 bool Api::within_limits(const Caller& c, std::uint64_t incoming_bytes, httplib::Response& res) {
   if (!c.who) return true;
   auto lease = db.get();
@@ -105,15 +112,15 @@ bool Api::within_limits(const Caller& c, std::uint64_t incoming_bytes, httplib::
                "", {{"limit", what}, {"retry_after_s", wait_s}});
     return false;
   };
-  auto limit_of = [](const std::optional<std::int64_t>& own, std::int64_t dflt) { return own ? *own : dflt; };
-  std::int64_t per_hour = limit_of(t->limits.submissions_per_hour, cfg.limit_submissions_per_hour);
+  const store::Admission caps = admission_of(*t);
+  std::int64_t per_hour = caps.per_hour;
   if (uh->submissions + 1 > per_hour)
     return over(" per hour", per_hour, uh->submissions,
                 uh->oldest_submission ? std::optional(*uh->oldest_submission + hour) : std::nullopt, "submissions");
-  std::int64_t concurrent = limit_of(t->limits.concurrent_jobs, cfg.limit_concurrent_jobs);
+  std::int64_t concurrent = caps.concurrent_jobs;
   // A job ends when a worker finishes it: no time can be promised; a minute is a fair poll.
   if (u->active_jobs + 1 > concurrent) return over(" at a time", concurrent, u->active_jobs, std::nullopt, "jobs");
-  std::int64_t bytes = limit_of(t->limits.upload_bytes_per_day, cfg.limit_upload_bytes_per_day);
+  std::int64_t bytes = caps.bytes_per_day;
   if (u->upload_bytes + static_cast<std::int64_t>(incoming_bytes) > bytes)
     return over(" per day", bytes, u->upload_bytes, u->oldest_upload ? std::optional(*u->oldest_upload + day) : std::nullopt,
                 "upload bytes");
@@ -123,9 +130,10 @@ bool Api::within_limits(const Caller& c, std::uint64_t incoming_bytes, httplib::
 void Api::get_whoami(const httplib::Request& req, httplib::Response& res) {
   auto c = require(req, res, access::Action::read);
   if (!c) return;
-  if (!c->who) return send_json(res, 200, {{"user", nullptr}, {"anonymous", true}});
+  if (!c->who) return send_json(res, 200, {{"user", nullptr}, {"anonymous", true}, {"address", c->address}});
   send_json(res, 200,
             {{"anonymous", false},
+             {"address", c->address},
              {"user", c->who->user},
              {"role", store::to_string(c->who->role)},
              {"token", {{"id", c->who->token_id}, {"kind", store::to_string(c->who->kind)},
@@ -210,7 +218,8 @@ void Api::get_audit(const httplib::Request& req, httplib::Response& res) {
                     {"token_id", e.token_id.empty() ? nlohmann::json() : nlohmann::json(e.token_id)},
                     {"action", e.action},
                     {"target", e.target},
-                    {"detail", e.detail}});
+                    {"detail", e.detail},
+                    {"address", e.address.empty() ? nlohmann::json() : nlohmann::json(e.address)}});
   nlohmann::json body = {{"entries", list}};
   if (!log->empty() && static_cast<int>(log->size()) == f.limit)
     body["next"] = fmt::format("/api/audit?before={}&limit={}", log->back().id, f.limit);

@@ -14,7 +14,7 @@
 #include "kzoo/server/api.hpp"
 #include "kzoo/server/pages.hpp"
 #include "kzoo/server/upload_file.hpp"
-#include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/store/open_state.hpp"
 
 namespace kzoo::server {
 
@@ -107,6 +107,7 @@ void Api::post_baselines(const httplib::Request& req, httplib::Response& res) {
     ns.package_path = kept->path;
     ns.sha256 = kept->sha256;
     ns.kind = "baseline";
+    ns.received_by = cfg.server_id;
     ns.token_id = caller->who->token_id;  // package_bytes stays 0: the server made these bytes
     auto s = (*lease)->create_submission(ns);
     if (!s) return send_error(res, http_status(s.error()), "database", s.error().message);

@@ -1,13 +1,19 @@
 #include "kzoo/server/config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <map>
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include "kzoo/format/json_text.hpp"
+#include "kzoo/server/trusted_proxy.hpp"
+#include "kzoo/store/open_state.hpp"
+#include "kzoo/util/read_file.hpp"
 
 namespace kzoo::server {
 namespace {
@@ -18,6 +24,30 @@ Result<std::int64_t> parse_int(const std::string& text, const std::string& what)
   if (ec != std::errc() || p != text.data() + text.size() || text.empty())
     return fail(fmt::format("{} = \"{}\" is not an integer: give a whole number", what, text));
   return v;
+}
+
+// The host name, made a valid server id (characters outside [A-Za-z0-9._-] become '-').
+std::string default_server_id() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  std::string id = buf[0] ? buf : "localhost";
+  if (id.size() > 64) id.resize(64);
+  for (char& ch : id)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') ch = '-';
+  return id;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t c; (c = s.find(',', start)) != std::string::npos; start = c + 1)
+    if (c > start) out.push_back(s.substr(start, c - start));
+  if (start < s.size()) out.push_back(s.substr(start));
+  for (auto& x : out) {
+    while (!x.empty() && x.front() == ' ') x.erase(x.begin());
+    while (!x.empty() && x.back() == ' ') x.pop_back();
+  }
+  return out;
 }
 
 std::string default_data_dir(const EnvLookup& env) {
@@ -68,8 +98,11 @@ ServerConfig default_config(const EnvLookup& env) {
   ServerConfig c;
   c.data_dir = default_data_dir(env);
   c.catalog = std::string(KZOO_SOURCE_DIR) + "/catalog/kernel_data";
+  c.server_id = default_server_id();
   return c;
 }
+
+std::string ServerConfig::state_url() const { return state.empty() ? store::default_state_url(data_dir) : state; }
 
 Result<void> parse_listen(const std::string& text, ServerConfig& cfg) {
   std::string host, port;
@@ -109,6 +142,18 @@ Result<void> apply_config_file(const std::string& text, const std::string& file,
   };
   if (auto r = str("data_dir", cfg.data_dir); !r) return r;
   if (auto r = str("catalog", cfg.catalog); !r) return r;
+  if (auto r = str("state", cfg.state); !r) return r;
+  if (auto r = str("server_id", cfg.server_id); !r) return r;
+  if (doc->contains("trusted_proxies")) {
+    used["trusted_proxies"] = true;
+    const auto& a = (*doc)["trusted_proxies"];
+    if (!a.is_array()) return fail(fmt::format("{}: \"trusted_proxies\" must be an array of addresses or CIDR networks", file));
+    cfg.trusted_proxies.clear();
+    for (const auto& x : a) {
+      if (!x.is_string()) return fail(fmt::format("{}: \"trusted_proxies\" holds {}, not an address string", file, x.dump()));
+      cfg.trusted_proxies.push_back(x.get<std::string>());
+    }
+  }
   std::string listen;
   if (auto r = str("listen", listen); !r) return r;
   if (!listen.empty())
@@ -137,7 +182,7 @@ Result<void> apply_config_file(const std::string& text, const std::string& file,
                               "threads, queue_max, read_timeout_s, write_timeout_s, upload_deadline_s, max_attempts, "
                               "header_timeout_s, keep_alive_timeout_s, max_connections, max_connections_per_client, "
                               "require_token_for_reads, limit_submissions_per_hour, limit_concurrent_jobs, "
-                              "limit_upload_bytes_per_day, limit_comments_per_hour",
+                              "limit_upload_bytes_per_day, limit_comments_per_hour, state, server_id, trusted_proxies",
                               file, k));
   return ok();
 }
@@ -145,6 +190,9 @@ Result<void> apply_config_file(const std::string& text, const std::string& file,
 Result<void> apply_env(const EnvLookup& env, ServerConfig& cfg) {
   if (auto v = env("KZOO_DATA"); v && !v->empty()) cfg.data_dir = *v;
   if (auto v = env("KZOO_CATALOG"); v && !v->empty()) cfg.catalog = *v;
+  if (auto v = env("KZOO_STATE"); v && !v->empty()) cfg.state = *v;
+  if (auto v = env("KZOO_SERVER_ID"); v && !v->empty()) cfg.server_id = *v;
+  if (auto v = env("KZOO_TRUSTED_PROXIES"); v) cfg.trusted_proxies = split_commas(*v);
   if (auto v = env("KZOO_LISTEN"); v && !v->empty())
     if (auto r = parse_listen(*v, cfg); !r) return fail("KZOO_LISTEN: " + r.error().message);
   if (auto v = env("KZOO_REQUIRE_TOKEN_FOR_READS"); v && !v->empty()) {
@@ -188,7 +236,30 @@ Result<void> check_config(const ServerConfig& c) {
                  range("limit_comments_per_hour", c.limit_comments_per_hour, 0, 1'000'000)})
     if (!r) return r;
   if (c.data_dir.empty()) return fail("data_dir is empty: give --data DIR or KZOO_DATA");
+  if (!c.state.empty())
+    if (auto r = store::check_state_url(c.state); !r) return r;
+  bool id_ok = !c.server_id.empty() && c.server_id.size() <= 64;
+  for (char ch : c.server_id) id_ok = id_ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-');
+  if (!id_ok)
+    return fail(fmt::format("server_id \"{}\" is invalid: use 1-64 letters, digits, '.', '_' or '-', different on each "
+                            "server of one deployment",
+                            c.server_id));
+  for (const auto& p : c.trusted_proxies)
+    if (auto n = parse_network(p); !n) return fail(n.error().message);
   return ok();
+}
+
+Result<std::string> resolve_state_url(const std::string& data_dir, const std::string& flag, const EnvLookup& env) {
+  ServerConfig cfg;
+  cfg.data_dir = data_dir;
+  if (!flag.empty()) cfg.state = flag;
+  else if (auto v = env("KZOO_STATE"); v && !v->empty()) cfg.state = *v;
+  else if (auto text = util::read_file_capped(data_dir + "/kzoo.json", 1u << 20); text) {
+    if (auto r = apply_config_file(*text, data_dir + "/kzoo.json", cfg); !r) return tl::unexpected(r.error());
+  }
+  if (!cfg.state.empty())
+    if (auto r = store::check_state_url(cfg.state); !r) return tl::unexpected(r.error());
+  return cfg.state_url();
 }
 
 nlohmann::json to_json(const ServerConfig& c) {
@@ -197,6 +268,10 @@ nlohmann::json to_json(const ServerConfig& c) {
                 std::to_string(c.listen_port);
   j["catalog"] = c.catalog;
   j["require_token_for_reads"] = c.require_token_for_reads;
+  // The state is the deployment's, so the file names it; server_id is each
+  // server's own and never written where several servers would read it.
+  if (!c.state.empty()) j["state"] = c.state;
+  if (!c.trusted_proxies.empty()) j["trusted_proxies"] = c.trusted_proxies;
   ServerConfig copy = c;
   for_each_int(copy, [&](const char* key, const char*, std::int64_t& v) { j[key] = v; });
   return j;

@@ -28,6 +28,9 @@
 // | limit_concurrent_jobs | KZOO_LIMIT_CONCURRENT_JOBS | 8 (queued or running, per token) |
 // | limit_upload_bytes_per_day | KZOO_LIMIT_UPLOAD_BYTES_PER_DAY | 1073741824 (1 GiB, per token) |
 // | limit_comments_per_hour | KZOO_LIMIT_COMMENTS_PER_HOUR | 120 (comments and reviews, per token) |
+// | state               | KZOO_STATE              | sqlite:<data dir>/state.db (store/open_state.hpp; postgresql://... for several servers) |
+// | server_id           | KZOO_SERVER_ID          | the host name (names this server's lock and the submissions it received) |
+// | trusted_proxies     | KZOO_TRUSTED_PROXIES    | none (addresses or CIDR networks whose X-Forwarded-For is believed; comma-separated in the environment) |
 // A token may carry its own limits (`kzoo token new --max-...`), which win.
 #pragma once
 
@@ -35,6 +38,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -63,6 +67,11 @@ struct ServerConfig {
   std::int64_t limit_concurrent_jobs = 8;
   std::int64_t limit_upload_bytes_per_day = 1ll << 30;
   std::int64_t limit_comments_per_hour = 120;
+  std::string state;                         // empty: sqlite:<data_dir>/state.db
+  std::string server_id;                     // 1-64 of [A-Za-z0-9._-]; default: the host name
+  std::vector<std::string> trusted_proxies;  // trusted_proxy.hpp
+  // The state URL in force.
+  std::string state_url() const;
 };
 
 // Reads an environment variable; tests inject a map.
@@ -83,6 +92,11 @@ Result<void> apply_env(const EnvLookup& env, ServerConfig& cfg);
 // Checks ranges (threads 1-256, queue_max 1-65536, timeouts 1-3600 s, upload cap 1 KiB-1 GiB,
 // connection caps 1-1000000).
 Result<void> check_config(const ServerConfig& cfg);
+
+// The state URL of data directory `data_dir` for the verbs that open it
+// beside the server (kzoo worker, kzoo user/token): `flag` when given, else
+// KZOO_STATE, else the `state` of DATA/kzoo.json, else sqlite:DATA/state.db.
+Result<std::string> resolve_state_url(const std::string& data_dir, const std::string& flag, const EnvLookup& env);
 
 // The file form, as `kzoo init` writes it: every key but data_dir (the file
 // lives in the data directory, which may be moved).

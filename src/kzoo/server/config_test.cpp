@@ -87,5 +87,32 @@ TEST(Config, TheWrittenFormReadsBackTheSame) {
   EXPECT_EQ(to_json(d), to_json(c));
 }
 
+TEST(Config, TheStateServerIdAndTrustedProxiesComeFromTheFileOrTheEnvironmentAndAreChecked) {
+  auto c = default_config(env_of({}));
+  c.data_dir = "/d";
+  EXPECT_EQ(c.state_url(), "sqlite:/d/state.db") << "SQLite in the data directory unless configured";
+  EXPECT_FALSE(c.server_id.empty()) << "the host name by default";
+  ASSERT_TRUE(apply_config_file(R"({"state": "postgresql://kzoo@db/kzoo", "trusted_proxies": ["10.0.0.0/8"]})",
+                                "k.json", c));
+  EXPECT_EQ(c.state_url(), "postgresql://kzoo@db/kzoo");
+  ASSERT_TRUE(apply_env(env_of({{"KZOO_SERVER_ID", "front-2"}, {"KZOO_TRUSTED_PROXIES", "10.0.0.5, fd00::/8"}}), c));
+  EXPECT_EQ(c.server_id, "front-2");
+  EXPECT_EQ(c.trusted_proxies, (std::vector<std::string>{"10.0.0.5", "fd00::/8"}));
+  EXPECT_TRUE(check_config(c));
+  auto j = to_json(c);
+  EXPECT_EQ(j["state"], "postgresql://kzoo@db/kzoo") << "the deployment's state goes into kzoo.json";
+  EXPECT_FALSE(j.contains("server_id")) << "each server's own id never does";
+  auto bad = c;
+  bad.state = "mysql://db";
+  EXPECT_NE(check_config(bad).error().message.find("sqlite:PATH"), std::string::npos);
+  bad = c;
+  bad.server_id = "a b";
+  EXPECT_NE(check_config(bad).error().message.find("server_id"), std::string::npos);
+  bad = c;
+  bad.trusted_proxies = {"10.0.0.0/40"};
+  EXPECT_NE(check_config(bad).error().message.find("10.0.0.0/40"), std::string::npos);
+  EXPECT_FALSE(apply_config_file(R"({"trusted_proxies": "10.0.0.1"})", "k.json", c)) << "a list, not a string";
+}
+
 }  // namespace
 }  // namespace kzoo::server

@@ -13,7 +13,7 @@
 
 #include "kzoo/board/rules.hpp"
 #include "kzoo/store/kernel_repo.hpp"
-#include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/store/open_state.hpp"
 
 namespace kzoo::server {
 
@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 bool is_data_dir(const std::string& dir) {
   std::error_code ec;
   DataPaths p{dir};
-  return fs::is_directory(p.repo(), ec) && fs::is_regular_file(p.state_db(), ec);
+  return fs::is_directory(p.repo(), ec) && (fs::is_regular_file(p.state_db(), ec) || fs::is_regular_file(p.config(), ec));
 }
 
 Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catalog, const ServerConfig& cfg,
@@ -43,6 +43,7 @@ Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catal
   if (ec) return fail(fmt::format("cannot create {}: {}", dir, ec.message()));
   DataPaths p{fs::absolute(dir).lexically_normal().string()};
   if (!p.root.empty() && p.root.back() == '/') p.root.pop_back();
+  p.state = cfg.state;
   auto repo = store::KernelRepo::init_from_catalog(catalog, p.repo());
   if (!repo) return fail("initialising " + p.repo() + ": " + repo.error().message);
   // The board's rules (board/rules.hpp), tagged `checks`, unless the catalog
@@ -52,8 +53,8 @@ Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catal
     if (device_class.empty() || device_class == "auto") device_class = fs::exists("/dev/nvidiactl", ec) ? "h200" : "cpu";
     if (auto r = board::init_rules(*repo, device_class); !r) return fail("writing the board's rules: " + r.error().message);
   }
-  auto db = store::open_sqlite_state_db(p.state_db());
-  if (!db) return fail("creating " + p.state_db() + ": " + db.error().message);
+  auto db = store::open_state(p.state_url());
+  if (!db) return fail("creating the state " + p.state_url() + ": " + db.error().message);
   fs::create_directory(p.uploads(), ec);
   if (ec) return fail(fmt::format("cannot create {}: {}", p.uploads(), ec.message()));
   fs::permissions(p.uploads(), fs::perms::owner_all, ec);
@@ -64,16 +65,22 @@ Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catal
   return p;
 }
 
-Result<ServeLock> ServeLock::acquire(const DataPaths& paths) {
-  int fd = ::open(paths.lock().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return fail(fmt::format("cannot open {}: {}", paths.lock(), std::strerror(errno)));
+Result<ServeLock> ServeLock::acquire(const DataPaths& paths, const std::string& server_id) {
+  const bool shared = store::is_postgres_url(paths.state_url());
+  const std::string file = shared ? paths.root + "/serve-" + server_id + ".lock" : paths.lock();
+  int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return fail(fmt::format("cannot open {}: {}", file, std::strerror(errno)));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int e = errno;
     ::close(fd);
     if (e == EWOULDBLOCK)
-      return fail(fmt::format("another kzoo serve is using {} (it holds {}): stop it, or give another --data DIR",
-                              paths.root, paths.lock()));
-    return fail(fmt::format("cannot lock {}: {}", paths.lock(), std::strerror(e)));
+      return fail(shared ? fmt::format("another kzoo serve with server_id {} is using {} (it holds {}): stop it, or "
+                                       "give this one another --server-id",
+                                       server_id, paths.root, file)
+                         : fmt::format("another kzoo serve is using {} (it holds {}): stop it, or give another --data "
+                                       "DIR (several servers share one directory only with a PostgreSQL state)",
+                                       paths.root, file));
+    return fail(fmt::format("cannot lock {}: {}", file, std::strerror(e)));
   }
   return ServeLock(fd);
 }

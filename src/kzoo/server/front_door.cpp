@@ -58,6 +58,14 @@ ClientKey client_key(const sockaddr_storage& a) {
   return k;
 }
 
+// The per-client key of an address in text form (a forwarded client's).
+ClientKey client_key(const std::string& ip) {
+  sockaddr_storage a{};
+  if (::inet_pton(AF_INET, ip.c_str(), &reinterpret_cast<sockaddr_in&>(a).sin_addr) == 1) a.ss_family = AF_INET;
+  else if (::inet_pton(AF_INET6, ip.c_str(), &reinterpret_cast<sockaddr_in6&>(a).sin6_addr) == 1) a.ss_family = AF_INET6;
+  return client_key(a);
+}
+
 void ip_and_port(const sockaddr_storage& a, std::string& ip, int& port) {
   char buf[INET6_ADDRSTRLEN] = {0};
   if (a.ss_family == AF_INET) {
@@ -255,6 +263,9 @@ struct FrontDoor::Impl {
     int served = 0;
     bool has_body = false;  // the request announced a body (set with head_len)
     bool keep = false;      // set by the worker: the connection may carry another request
+    bool proxied = false;   // from a trusted proxy: keyed per request on the forwarded client
+    bool counted = false;   // holds one of per_client[key]
+    std::string client_ip;  // who the request is served as: remote_ip, or the forwarded client
   };
 
   FrontDoorLimits lim;
@@ -321,7 +332,7 @@ struct FrontDoor::Impl {
     if (c->state != State::working) ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
     if (farewell) send_and_close(fd, *farewell);
     else ::close(fd);
-    if (--per_client[c->key] == 0) per_client.erase(c->key);
+    uncount(c);
     bool was_waiting = c->state != State::working;
     conns.erase(fd);
     count([&](FrontDoorStats& s) {
@@ -356,8 +367,12 @@ struct FrontDoor::Impl {
         count([](FrontDoorStats& s) { ++s.refused_total_cap; });
         continue;
       }
+      std::string peer_ip;
+      int peer_port = 0;
+      ip_and_port(peer, peer_ip, peer_port);
+      const bool proxied = !lim.proxies.empty() && lim.proxies.trusted(peer_ip);
       auto it = per_client.find(key);
-      if (it != per_client.end() && it->second >= lim.max_connections_per_client) {
+      if (!proxied && it != per_client.end() && it->second >= lim.max_connections_per_client) {
         send_and_close(fd, refuse_client);
         count([](FrontDoorStats& s) { ++s.refused_client_cap; });
         continue;
@@ -367,7 +382,9 @@ struct FrontDoor::Impl {
       auto c = std::make_unique<Conn>();
       c->fd = fd;
       c->key = key;
-      ip_and_port(peer, c->remote_ip, c->remote_port);
+      c->proxied = proxied;
+      c->remote_ip = c->client_ip = peer_ip;
+      c->remote_port = peer_port;
       sockaddr_storage local{};
       socklen_t llen = sizeof local;
       if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) == 0)
@@ -380,7 +397,10 @@ struct FrontDoor::Impl {
         ::close(fd);
         continue;
       }
-      ++per_client[key];
+      if (!proxied) {
+        ++per_client[key];
+        c->counted = true;
+      }
       conns.emplace(fd, std::move(c));
       arm_timer(p, header_timers, lim.header_timeout_s);
       count([](FrontDoorStats& s) {
@@ -410,6 +430,7 @@ struct FrontDoor::Impl {
       c->head_len = end + 3;
       long long body = body_length(seen.substr(0, c->head_len));
       c->has_body = body != -1 && body != 0;
+      if (c->proxied && !count_forwarded(c, seen.substr(0, c->head_len))) return;
       return dispatch(c);
     }
     if (seen.size() > lim.max_header_bytes || end != std::string_view::npos) {
@@ -423,6 +444,28 @@ struct FrontDoor::Impl {
       c->state = State::reading;
       arm_timer(c, header_timers, lim.header_timeout_s);
     }
+  }
+
+  void uncount(Conn* c) {
+    if (c->counted && --per_client[c->key] == 0) per_client.erase(c->key);
+    c->counted = false;
+  }
+
+  // A complete head from a proxy: the client it forwards is who is counted
+  // and served; false when that client is over its cap (then closed).
+  bool count_forwarded(Conn* c, std::string_view head) {
+    c->client_ip = lim.proxies.client(c->remote_ip, head);
+    ClientKey key = client_key(c->client_ip);
+    auto it = per_client.find(key);
+    if (it != per_client.end() && it->second >= lim.max_connections_per_client) {
+      count([](FrontDoorStats& s) { ++s.refused_client_cap; });
+      close_conn(c, &refuse_client);
+      return false;
+    }
+    ++per_client[key];
+    c->key = key;
+    c->counted = true;
+    return true;
   }
 
   void dispatch(Conn* c) {
@@ -480,6 +523,7 @@ struct FrontDoor::Impl {
         close_conn(c);
         continue;
       }
+      if (c->proxied) uncount(c);  // the next request on it may be another client's
       c->state = State::idle;
       c->scanned = 0;
       c->head_len = 0;
@@ -575,7 +619,7 @@ struct FrontDoor::Impl {
       if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) || ::poll(&p, 1, ms) <= 0) return;
     }
     long long body = body_length(head);
-    ConnStream strm(c->fd, std::move(head), c->remote_ip, c->remote_port, c->local_ip, c->local_port, ms,
+    ConnStream strm(c->fd, std::move(head), c->client_ip, c->remote_port, c->local_ip, c->local_port, ms,
                     lim.write_timeout_s * 1000);
     ++c->served;
     bool last = c->served >= lim.keep_alive_max_requests || stopping.load();

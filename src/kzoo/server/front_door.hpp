@@ -16,6 +16,9 @@
 // - Open connections are capped in total and per client address (IPv4
 //   address, IPv6 /64); one over a cap gets a fixed 503 written without
 //   blocking and is closed at once: no thread, no timer, no memory kept.
+//   Behind a trusted proxy the client is the one X-Forwarded-For names, and
+//   the per-client cap counts its requests in flight on the proxy's
+//   connections (a proxy's own address is never capped: everyone is behind it).
 // - Complete requests go to the workers' queue, at most queue_max at once;
 //   the rest wait in the front door in arrival order, holding no thread
 //   (a burst is served late, never refused). A quarter of
@@ -38,6 +41,7 @@
 
 #include <httplib.h>
 
+#include "kzoo/server/trusted_proxy.hpp"
 #include "kzoo/util/result.hpp"
 
 namespace kzoo::server {
@@ -53,6 +57,10 @@ struct FrontDoorLimits {
   int max_connections_per_client = 64;
   std::size_t max_header_bytes = 16 * 1024;
   int keep_alive_max_requests = 100;
+  // Load balancers (trusted_proxy.hpp): a connection from one is not capped
+  // by its own address; each request on it counts against the client that
+  // X-Forwarded-For names, and is served as coming from that client.
+  TrustedProxies proxies;
 };
 
 // Serves one request read from `strm` and writes its response, as

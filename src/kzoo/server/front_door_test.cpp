@@ -255,6 +255,55 @@ TEST(FrontDoor, ConnectionsAreCappedPerClientAddressAndInTotalAndRefusedAtOnce) 
   EXPECT_EQ(got, 200);
 }
 
+// Behind a load balancer (trusted_proxy.hpp): the proxy's connections are not
+// capped by its own address, each request counts against the client its
+// X-Forwarded-For names (while it is in flight), and handlers see that
+// client; from an address that is not a proxy the header changes nothing.
+TEST(FrontDoor, BehindATrustedProxyTheForwardedClientIsCountedAndSeen) {
+  TempDir tmp;
+  auto cfg = config_in(tmp);
+  cfg.max_connections_per_client = 2;
+  cfg.max_connections = 100;
+  cfg.threads = 2;  // one thread for requests with a body: the two below wait for theirs
+  cfg.read_timeout_s = 3;
+  cfg.trusted_proxies = {"127.0.5.0/24"};
+  RunningService svc(cfg);
+  auto whoami = [&](const char* from, const std::string& xff) {
+    Conn c(svc.port(), from);
+    c.send(get("/api/whoami", "Connection: close\r\n" + (xff.empty() ? "" : "X-Forwarded-For: " + xff + "\r\n")));
+    std::string r = c.read();
+    auto body = r.substr(r.find("\r\n\r\n") + 4);
+    return nlohmann::json::parse(body, nullptr, false).value("address", std::string("?"));
+  };
+  EXPECT_EQ(whoami("127.0.5.1", "198.51.100.7"), "198.51.100.7");
+  EXPECT_EQ(whoami("127.0.6.1", "198.51.100.7"), "127.0.6.1") << "not a proxy: the header is ignored";
+  EXPECT_EQ(whoami("127.0.5.1", ""), "127.0.5.1");
+  // The proxy holds more connections than the per-client cap: all are served.
+  std::vector<std::unique_ptr<Conn>> kept;
+  for (int i = 0; i < 5; ++i) {
+    kept.push_back(std::make_unique<Conn>(svc.port(), "127.0.5.1"));
+    kept.back()->send(get("/healthz", "X-Forwarded-For: 198.51.100." + std::to_string(10 + i) + "\r\n"));
+    EXPECT_EQ(status(kept.back()->read()), 200) << "connection " << i << " of the proxy";
+  }
+  // One client behind it with two requests in flight (bodies never sent) is at its cap...
+  std::vector<std::unique_ptr<Conn>> slow;
+  for (int i = 0; i < 2; ++i) {
+    slow.push_back(std::make_unique<Conn>(svc.port(), "127.0.5.1"));
+    slow.back()->send("POST /api/jobs/1/release HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n"
+                      "X-Forwarded-For: 198.51.100.99\r\n\r\n");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Conn third(svc.port(), "127.0.5.1");
+  third.send(get("/healthz", "X-Forwarded-For: 198.51.100.99\r\n"));
+  std::string r = third.read(1, 2000);
+  EXPECT_EQ(status(r), 503) << r;
+  EXPECT_NE(r.find("too_many_connections"), std::string::npos) << r;
+  // ...while another client behind the same proxy is served.
+  Conn other(svc.port(), "127.0.5.1");
+  other.send(get("/healthz", "X-Forwarded-For: 198.51.100.100\r\n"));
+  EXPECT_EQ(status(other.read()), 200);
+}
+
 TEST(FrontDoor, AnOversizedHeadGets431) {
   TempDir tmp;
   RunningService svc(config_in(tmp));

@@ -2,7 +2,7 @@
 // under malformed and hostile input: each refusal is a 4xx JSON error naming
 // the field, and changes nothing.
 #include "kzoo/server/hostile_fixture.hpp"
-#include "kzoo/worker/transport.hpp"
+#include "kzoo/jobs/wire.hpp"
 
 namespace kzoo::server {
 namespace {
@@ -147,7 +147,7 @@ TEST_F(HostileRunnerTest, MistypedFieldsOfAnAcceptCompleteOrEvidenceAre400NotSer
   auto repo = store::KernelRepo::open(tmp_ / "data/kernel_data.git");
   const std::string head = *repo->head();
   auto ev = send("POST", base + "/evidence", runner_,
-                 {{"worker", "node-1"}, {"message", "evidence"}, {"files", {{"stderr.log", worker::base64_encode("ok\n")}}}});
+                 {{"worker", "node-1"}, {"message", "evidence"}, {"files", {{"stderr.log", jobs::base64_encode("ok\n")}}}});
   ASSERT_EQ(ev.status, 200) << ev.text;
   const std::string evidence = ev.body["commit"];
   const json doc = {{"cases", {{{"test_case_id", "small"}, {"status", "ok"}, {"correct", true}, {"metrics", {{"latency_us", 150.0}}}}}}};
@@ -169,7 +169,7 @@ TEST_F(HostileRunnerTest, MistypedFieldsOfAnAcceptCompleteOrEvidenceAre400NotSer
     EXPECT_EQ(a.status, 400) << completion.dump() << ": " << a.text;
     EXPECT_EQ(error_of(a)["field"], "completion") << a.text;
   }
-  for (const json& files : {json{{"../x", worker::base64_encode("x")}}, json{{"a", 5}}, json{{"a", "!!!not base64"}},
+  for (const json& files : {json{{"../x", jobs::base64_encode("x")}}, json{{"a", 5}}, json{{"a", "!!!not base64"}},
                             json::object(), json::array(), json("stderr.log")}) {
     auto a = send("POST", base + "/evidence", runner_, {{"worker", "node-1"}, {"message", "m"}, {"files", files}});
     EXPECT_EQ(a.status, 400) << files.dump() << ": " << a.text;
@@ -178,7 +178,7 @@ TEST_F(HostileRunnerTest, MistypedFieldsOfAnAcceptCompleteOrEvidenceAre400NotSer
   // A message that is no text is refused, not recorded as an empty one.
   for (const json& message : {json(5), json::array(), json::object()}) {
     auto a = send("POST", base + "/evidence", runner_,
-                  {{"worker", "node-1"}, {"message", message}, {"files", {{"stderr.log", worker::base64_encode("x")}}}});
+                  {{"worker", "node-1"}, {"message", message}, {"files", {{"stderr.log", jobs::base64_encode("x")}}}});
     EXPECT_EQ(a.status, 400) << message.dump() << ": " << a.text;
     EXPECT_EQ(error_of(a)["field"], "message") << a.text;
   }

@@ -19,7 +19,7 @@
 #include "kzoo/server/client.hpp"
 #include "kzoo/server/test_support.hpp"
 #include "kzoo/store/kernel_repo.hpp"
-#include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/store/open_state.hpp"
 
 namespace kzoo::server::testing {
 
@@ -33,7 +33,7 @@ class HostileFixture : public ::testing::Test {
     cfg.listen_port = 0;
     cfg.threads = 4;
     svc_ = std::make_unique<RunningService>(cfg);
-    auto db = store::open_sqlite_state_db(tmp_ / "data/state.db");
+    auto db = store::open_state(store::default_state_url(tmp_ / "data"));
     ASSERT_TRUE(db) << db.error().message;
     db_ = std::move(*db);
     ASSERT_TRUE(db_->add_user("mia", store::Role::maintainer));

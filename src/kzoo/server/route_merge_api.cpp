@@ -39,7 +39,7 @@ bool same_files(const package::PackageTree& a, const package::PackageTree& b) {
 Result<KeptUpload> Api::keep_tree(const std::string& kernel_id, const package::PackageTree& tree) {
   auto bytes = package::package_tarball_bytes(tree, kernel_id);
   if (!bytes) return tl::unexpected(bytes.error());
-  auto f = UploadFile::create(paths.uploads(), cfg.max_upload_bytes);
+  auto f = UploadFile::create(paths.uploads(), cfg.max_upload_bytes, cfg.server_id);
   if (!f) return tl::unexpected(f.error());
   if (auto w = f->write(*bytes); !w) return tl::unexpected(w.error());
   auto sha = f->finish();
@@ -131,6 +131,7 @@ void Api::post_route_merge(const httplib::Request& req, httplib::Response& res) 
     ns.package_path = kept->path;
     ns.sha256 = kept->sha256;
     ns.route = into == "main" ? "" : into;
+    ns.received_by = cfg.server_id;
     ns.token_id = caller->who->token_id;
     auto s = (*lease)->create_submission(ns);
     if (!s) return send_error(res, http_status(s.error()), "database", s.error().message);

@@ -1,6 +1,7 @@
 // The runner API: what `kzoo worker --server URL` calls with a runner token
-// (worker/transport.hpp's api mode). The server does each step with the same
-// direct transport a one-machine worker uses, after checking that the token
+// (the api mode of jobs/transport.hpp, worker/api_transport.hpp). The server
+// does each step with the same direct transport (jobs/direct.hpp) a
+// one-machine worker uses, after checking that the token
 // is a runner's (access::Action::runner_work) and that its holder owns the
 // job's lease: a runner's lease owner is "<token id>/<worker id>", so a runner
 // token can act only on the jobs it claimed itself.
@@ -11,10 +12,12 @@
 #include <fmt/format.h>
 
 #include "kzoo/format/json_text.hpp"
+#include "kzoo/jobs/bench_result.hpp"
+#include "kzoo/jobs/direct.hpp"
+#include "kzoo/jobs/wire.hpp"
 #include "kzoo/package/inspect.hpp"
 #include "kzoo/package/tarball.hpp"
 #include "kzoo/server/api.hpp"
-#include "kzoo/worker/transport.hpp"
 
 namespace kzoo::server {
 namespace {
@@ -131,7 +134,7 @@ void Api::runner_claim(const httplib::Request& req, httplib::Response& res) {
   auto s = (*lease)->get_submission((*j)->submission_id);
   if (!s) return state_refusal(res, s.error());
   send_json(res, 200,
-            {{"job", worker::job_to_json(**j)},
+            {{"job", jobs::job_to_json(**j)},
              {"submission",
               {{"id", s->id}, {"kernel_id", s->kernel_id}, {"submitter_id", s->submitter_id},
                {"optimization_summary", s->summary}, {"sha256", s->sha256}, {"route", s->route},
@@ -144,16 +147,16 @@ void Api::runner_heartbeat(const httplib::Request& req, httplib::Response& res) 
   if (!seconds) return;
   auto j = (*lease)->heartbeat(call->job->id, call->owner, *seconds);
   if (!j) return state_refusal(res, j.error());
-  send_json(res, 200, {{"job", worker::job_to_json(*j)}});
+  send_json(res, 200, {{"job", jobs::job_to_json(*j)}});
 }
 
 void Api::runner_complete(const httplib::Request& req, httplib::Response& res) {
   RUNNER_GATE(true);
-  auto c = worker::completion_from_json(call->body.value("completion", json()));
+  auto c = jobs::completion_from_json(call->body.value("completion", json()));
   if (!c) return send_error(res, 400, "invalid_field", c.error().message, "completion");
   auto j = (*lease)->complete(call->job->id, call->owner, *c);
   if (!j) return state_refusal(res, j.error());
-  send_json(res, 200, {{"job", worker::job_to_json(*j)}});
+  send_json(res, 200, {{"job", jobs::job_to_json(*j)}});
 }
 
 void Api::runner_retry(const httplib::Request& req, httplib::Response& res) {
@@ -167,7 +170,7 @@ void Api::runner_retry(const httplib::Request& req, httplib::Response& res) {
   }
   auto j = (*lease)->retry(call->job->id, call->owner, reasons, call->body.value("result", json()));
   if (!j) return state_refusal(res, j.error());
-  send_json(res, 200, {{"job", worker::job_to_json(*j)}});
+  send_json(res, 200, {{"job", jobs::job_to_json(*j)}});
 }
 
 void Api::runner_package(const httplib::Request& req, httplib::Response& res) {
@@ -187,9 +190,9 @@ void Api::runner_trusted(const httplib::Request& req, httplib::Response& res) {
   RUNNER_GATE(true);
   auto s = (*lease)->get_submission(call->job->submission_id);
   if (!s) return state_refusal(res, s.error());
-  auto t = worker::direct_over(**lease, repo)->trusted(s->kernel_id, call->job->id);
+  auto t = jobs::direct_over(**lease, repo)->trusted(s->kernel_id, call->job->id);
   if (!t) return send_error(res, 500, "repository", t.error().message);
-  send_json(res, 200, {{"kernel_id", s->kernel_id}, {"base", t->base}, {"files", worker::tree_to_json(t->tree)}});
+  send_json(res, 200, {{"kernel_id", s->kernel_id}, {"base", t->base}, {"files", jobs::tree_to_json(t->tree)}});
 }
 
 void Api::runner_recovery(const httplib::Request& req, httplib::Response& res) {
@@ -205,16 +208,16 @@ void Api::runner_recovery(const httplib::Request& req, httplib::Response& res) {
       return send_error(res, 400, "invalid_query",
                         "scan must be a whole number of commits from 1 to 10000 (leave it out for 200)", "scan");
   }
-  auto r = worker::direct_over(**lease, repo)->recover(s->kernel_id, call->job->id, scan);
+  auto r = jobs::direct_over(**lease, repo)->recover(s->kernel_id, call->job->id, scan);
   if (!r) return send_error(res, 500, "repository", r.error().message);
   send_json(res, 200, {{"commit", r->commit}, {"verdict", r->verdict}});
 }
 
 void Api::runner_board(const httplib::Request& req, httplib::Response& res) {
   RUNNER_GATE(true);
-  auto c = worker::direct_over(**lease, repo)->board(call->job->id);
+  auto c = jobs::direct_over(**lease, repo)->board(call->job->id);
   if (!c) return send_error(res, 500, "repository", c.error().message);
-  send_json(res, 200, worker::board_context_to_json(*c));
+  send_json(res, 200, jobs::board_context_to_json(*c));
 }
 
 void Api::runner_evidence(const httplib::Request& req, httplib::Response& res) {
@@ -227,7 +230,7 @@ void Api::runner_evidence(const httplib::Request& req, httplib::Response& res) {
   for (const auto& [name, v] : f.items()) {
     if (!std::regex_match(name, kName) || name == "." || name == ".." || !v.is_string())
       return send_error(res, 400, "invalid_field", fmt::format("evidence file \"{}\" needs a plain name and base64 content", name), "files");
-    auto bytes = worker::base64_decode(v.get<std::string>());
+    auto bytes = jobs::base64_decode(v.get<std::string>());
     if (!bytes) return send_error(res, 400, "invalid_field", fmt::format("evidence file \"{}\" is not base64", name), "files");
     files[name] = std::move(*bytes);
   }
@@ -236,7 +239,7 @@ void Api::runner_evidence(const httplib::Request& req, httplib::Response& res) {
     return send_error(res, 400, "invalid_field",
                       fmt::format("\"message\" is {}: the evidence commit's message is a string", m.type_name()),
                       "message");
-  auto commit = worker::direct_over(**lease, repo)->record_evidence(call->job->id, call->owner, files,
+  auto commit = jobs::direct_over(**lease, repo)->record_evidence(call->job->id, call->owner, files,
                                                                      m.get<std::string>());
   if (!commit) return send_error(res, 500, "repository", commit.error().message);
   (void)(*lease)->append_audit("repo.evidence", fmt::format("job/{}", call->job->id), {{"commit", *commit}});
@@ -271,21 +274,21 @@ void Api::runner_accept(const httplib::Request& req, httplib::Response& res) {
     return send_error(res, 422, "unknown_commit", fmt::format("{} has no package {}: {}", measured_at, s->kernel_id,
                                                               measured.error().message), "measured_at");
   auto insp = package::inspect_tree(*measured, s->kernel_id, "kernel_data:" + s->kernel_id);
-  worker::AcceptRequest ar;
+  jobs::AcceptRequest ar;
   ar.job_id = call->job->id;
   ar.kernel_id = s->kernel_id;
   ar.src = src_of(tar->tree);
   ar.benchmark_output = b["benchmark_output"];
-  ar.directions = worker::directions_from_metas(insp.metas);
+  ar.directions = jobs::directions_from_metas(insp.metas);
   ar.evidence_commit = evidence;
-  ar.now_iso = worker::utc_now_iso();
+  ar.now_iso = jobs::utc_now_iso();
   ar.message = message;
   ar.author = {author.value("name", s->submitter_id), ""};
   ar.measured_at = measured_at;
   const json& adopt = b.value("adopt", json(false));
   if (!adopt.is_boolean()) return send_error(res, 400, "invalid_field", "adopt must be true or false", "adopt");
   ar.adopt = adopt.get<bool>();
-  auto acc = worker::direct_over(**lease, repo)->accept(ar, call->owner);
+  auto acc = jobs::direct_over(**lease, repo)->accept(ar, call->owner);
   if (!acc) return send_error(res, 500, "repository", acc.error().message);
   if (!acc->incumbent_moved)
     (void)(*lease)->append_audit(ar.adopt ? "repo.adopt" : "repo.accept", fmt::format("job/{}", call->job->id),

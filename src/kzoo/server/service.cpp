@@ -12,7 +12,7 @@
 #include "kzoo/server/api.hpp"
 #include "kzoo/server/front_door.hpp"
 #include "kzoo/server/upload_file.hpp"
-#include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/store/open_state.hpp"
 #include "kzoo/util/embedded.hpp"
 #include "kzoo/util/iso_time.hpp"
 
@@ -196,6 +196,7 @@ int http_status(const store::StateError& e) {
     case store::StateError::invalid: return 400;
     case store::StateError::busy: return 503;
     case store::StateError::io: return 500;
+    case store::StateError::limited: return 429;
   }
   return 500;
 }
@@ -211,7 +212,7 @@ store::StateResult<DbPool::Lease> DbPool::get() {
       return Lease(this, std::move(db));
     }
   }
-  auto db = store::open_sqlite_state_db(path_);
+  auto db = store::open_state(url_);
   if (!db) return tl::unexpected(db.error());
   return Lease(this, std::move(*db));
 }
@@ -253,14 +254,15 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   }
   DataPaths paths{fs::absolute(cfg.data_dir).lexically_normal().string()};
   if (paths.root.size() > 1 && paths.root.back() == '/') paths.root.pop_back();
-  auto lock = ServeLock::acquire(paths);
+  paths.state = cfg.state;
+  auto lock = ServeLock::acquire(paths, cfg.server_id);
   if (!lock) return tl::unexpected(lock.error());
   fs::create_directories(paths.uploads(), ec);
-  auto repo = store::KernelRepo::open(paths.repo());
+  auto repo = store::open_kernel_repo(paths.repo(), paths.state_url());
   if (!repo) return tl::unexpected(repo.error());
   auto impl = std::make_unique<Impl>();
   impl->lock.emplace(std::move(*lock));
-  impl->api.reset(new Api{cfg, paths, std::move(*repo), DbPool(paths.state_db()), {}, {}, {}});
+  impl->api.reset(new Api{cfg, paths, std::move(*repo), DbPool(paths.state_url()), {}, {}, {}});
   if (auto r = impl->api->recover(); !r) return tl::unexpected(r.error());
 
   Api* api = impl->api.get();
@@ -275,6 +277,9 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   limits.write_timeout_s = c.write_timeout_s;
   limits.max_connections = c.max_connections;
   limits.max_connections_per_client = c.max_connections_per_client;
+  std::vector<Network> proxies;
+  for (const auto& p : c.trusted_proxies) proxies.push_back(*parse_network(p));  // check_config parsed them
+  limits.proxies = TrustedProxies(std::move(proxies));
   // What the responses' Keep-Alive header advertises; the front door enforces it.
   http.set_keep_alive_timeout(c.keep_alive_timeout_s);
   http.set_keep_alive_max_count(static_cast<std::size_t>(limits.keep_alive_max_requests));

@@ -11,7 +11,7 @@
 #include "kzoo/server/client.hpp"
 #include "kzoo/server/test_support.hpp"
 #include "kzoo/store/kernel_repo.hpp"
-#include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/store/open_state.hpp"
 
 namespace kzoo::server {
 namespace {
@@ -74,7 +74,7 @@ TEST_F(ServiceTest, AValidUploadIsQueuedWithOneJobAndStoredUnderItsDigest) {
   auto id = a.body["id"].get<std::int64_t>();
   EXPECT_EQ(a.body["links"]["self"], "/api/submissions/" + std::to_string(id));
 
-  auto db = store::open_sqlite_state_db((tmp_.path() / "data" / "state.db").string());
+  auto db = store::open_state(store::default_state_url((tmp_.path() / "data").string()));
   ASSERT_TRUE(db);
   EXPECT_EQ(*(*db)->count_jobs(store::State::queued), 1);
   auto s = (*db)->get_submission(id);
@@ -190,7 +190,7 @@ TEST_F(ServiceTest, EvidenceInsideIsRejectedWithEveryViolation) {
   const auto& vs = a.body["error"]["violations"];
   ASSERT_GE(vs.size(), 2u) << a.text;
   for (const auto& v : vs) EXPECT_EQ(v["rule"].get<std::string>().rfind("evidence.", 0), 0u) << v;
-  auto db = store::open_sqlite_state_db((tmp_.path() / "data" / "state.db").string());
+  auto db = store::open_state(store::default_state_url((tmp_.path() / "data").string()));
   EXPECT_EQ(*(*db)->count_jobs(store::State::queued), 0);
 }
 

@@ -83,7 +83,7 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
             refusal = Refusal{400, "duplicate_file", "the request has two file parts: send exactly one package", part.name};
             return false;
           }
-          auto f = UploadFile::create(paths.uploads(), cfg.max_upload_bytes);
+          auto f = UploadFile::create(paths.uploads(), cfg.max_upload_bytes, cfg.server_id);
           if (!f) {
             refusal = Refusal{500, "storage", f.error().message, ""};
             return false;
@@ -210,7 +210,22 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
                           .package_path = "",
                           .sha256 = *sha,
                           .token_id = caller->who->token_id,
-                          .package_bytes = static_cast<std::int64_t>(file->size())};
+                          .package_bytes = static_cast<std::int64_t>(file->size()),
+                          .route = "",
+                          .kind = "submission",
+                          .received_by = cfg.server_id,
+                          .admission = std::nullopt};
+  // The caps again, atomically with the record: within_limits above saw the
+  // usage before the upload, and other requests of this token may have been
+  // recorded since, on this server or another.
+  auto token = dbx->get_token(caller->who->token_id);
+  if (!token) return refuse({http_status(token.error()), "database", token.error().message});
+  ns.admission = admission_of(*token);
+  auto refuse_create = [&](const store::StateError& e) {
+    if (e.kind != store::StateError::limited) return refuse({http_status(e), "database", e.message});
+    res.set_header("Retry-After", "60");
+    refuse({429, "rate_limited", e.message, "", {{"retry_after_s", 60}}});
+  };
   bool held = caller->decision.held;  // an outsider's job waits for a maintainer (JobHeldAdmin)
   const bool pull_request = fields.count("pull_request") && fields["pull_request"] == "true";
   if (pull_request && (!fields.count("route") || fields["route"].empty()))
@@ -256,7 +271,7 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
     // Recorded, so the submitter has an id to refer to; the bytes are not kept.
     ns.package_path = "-";
     auto s = dbx->create_submission(ns);
-    if (!s) return refuse({http_status(s.error()), "database", s.error().message});
+    if (!s) return refuse_create(s.error());
     std::vector<std::string> reasons;
     for (const auto& v : pv) reasons.push_back(to_string(v));
     nlohmann::json verdict = {{"stage", "intake"}, {"accept", false}, {"violations", to_json(pv)}};
@@ -288,7 +303,7 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
     }
   }
   auto s = dbx->create_submission(ns);
-  if (!s) return refuse({http_status(s.error()), "database", s.error().message});
+  if (!s) return refuse_create(s.error());
   if (auto c = file->commit(name); !c) {
     (void)dbx->reject(s->id, {"the server could not store the upload: " + c.error().message}, nullptr);
     return refuse({500, "storage", c.error().message});
@@ -311,7 +326,10 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
 
 Result<int> Api::recover() {
   int n = 0;
-  auto removed = remove_incoming(paths.uploads());
+  // Several servers share the directory with a PostgreSQL state: each
+  // recovers only what it was receiving itself when it stopped.
+  const bool shared = store::is_postgres_url(paths.state_url());
+  auto removed = remove_incoming(paths.uploads(), shared ? cfg.server_id : "");
   if (!removed) return tl::unexpected(removed.error());
   auto lease = db.get();
   if (!lease) return fail(lease.error().message);
@@ -319,6 +337,7 @@ Result<int> Api::recover() {
   for (;;) {
     store::SubmissionFilter f;
     f.state = store::State::received;
+    if (shared) f.received_by = cfg.server_id;
     f.limit = 1000;
     auto list = dbx->list_submissions(f);
     if (!list) return fail(list.error().message);

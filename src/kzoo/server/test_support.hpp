@@ -22,7 +22,7 @@
 #include "kzoo/access/token.hpp"
 #include "kzoo/package/package_tree.hpp"
 #include "kzoo/server/service.hpp"
-#include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/store/open_state.hpp"
 #include "kzoo/store/test_support.hpp"
 
 namespace kzoo::server::testing {
@@ -197,7 +197,7 @@ inline std::string issue_token(store::StateDb& db, const std::string& user, stor
 inline std::string make_token(const std::string& data_dir, const std::string& user = "alice",
                               store::Role role = store::Role::member,
                               store::TokenKind kind = store::TokenKind::person, const std::string& label = "") {
-  auto db = store::open_sqlite_state_db(data_dir + "/state.db");
+  auto db = store::open_state(store::default_state_url(data_dir));
   if (!db) throw std::runtime_error(db.error().message);
   if (!(*db)->get_user(user)) (void)(*db)->add_user(user, role);
   return issue_token(**db, user, kind, label, std::nullopt, {1'000'000, 1'000'000, 1ll << 50});

@@ -57,11 +57,11 @@ UploadFile::UploadFile(UploadFile&&) noexcept = default;
 UploadFile& UploadFile::operator=(UploadFile&&) noexcept = default;
 UploadFile::~UploadFile() = default;
 
-Result<UploadFile> UploadFile::create(const std::string& dir, std::uint64_t cap) {
+Result<UploadFile> UploadFile::create(const std::string& dir, std::uint64_t cap, const std::string& owner) {
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
   impl->cap = cap;
-  std::string tmpl = dir + "/" + std::string(kIncomingPrefix) + "XXXXXX";
+  std::string tmpl = dir + "/" + std::string(kIncomingPrefix) + owner + "-XXXXXX";
   // mkostemp: O_EXCL and mode 0600 by construction.
   int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
   if (fd < 0) return fail(fmt::format("cannot create an upload file in {}: {}", dir, std::strerror(errno)));
@@ -127,13 +127,14 @@ Result<std::string> UploadFile::commit(const std::string& name) {
   return final_path;
 }
 
-Result<int> remove_incoming(const std::string& dir) {
+Result<int> remove_incoming(const std::string& dir, const std::string& owner) {
+  const std::string prefix = std::string(kIncomingPrefix) + (owner.empty() ? "" : owner + "-");
   DIR* d = ::opendir(dir.c_str());
   if (!d) return fail(fmt::format("cannot list {}: {}", dir, std::strerror(errno)));
   int removed = 0;
   while (dirent* e = ::readdir(d)) {
     std::string_view name(e->d_name);
-    if (name.starts_with(kIncomingPrefix) && ::unlinkat(::dirfd(d), e->d_name, 0) == 0) ++removed;
+    if (name.starts_with(prefix) && ::unlinkat(::dirfd(d), e->d_name, 0) == 0) ++removed;
   }
   ::closedir(d);
   return removed;

@@ -2,11 +2,12 @@
 // uploads directory, hashed (SHA-256) on the way, capped, and only made
 // visible under its final name once complete and on disk.
 //
-// Crash safety: the temporary file is named ".incoming-*" and nothing ever
-// reads such a file as an upload; commit() fsyncs the file, renames it to its
+// Crash safety: the temporary file is named ".incoming-<owner>-*" (the
+// receiving server's id) and nothing ever reads such a file as an upload; commit() fsyncs the file, renames it to its
 // final name and fsyncs the directory, so a final name always holds a whole
 // upload. A server killed mid-upload leaves only an ".incoming-*" file, which
-// remove_incoming() deletes at the next start. An UploadFile destroyed
+// remove_incoming() deletes at its next start (its own only, where several
+// servers share the directory). An UploadFile destroyed
 // without commit() unlinks its temporary file.
 #pragma once
 
@@ -23,8 +24,8 @@ inline constexpr std::string_view kIncomingPrefix = ".incoming-";
 
 class UploadFile {
  public:
-  // Creates "<dir>/.incoming-XXXXXX" (mode 0600, O_EXCL). `cap` bounds the bytes.
-  static Result<UploadFile> create(const std::string& dir, std::uint64_t cap);
+  // Creates "<dir>/.incoming-<owner>-XXXXXX" (mode 0600, O_EXCL). `cap` bounds the bytes.
+  static Result<UploadFile> create(const std::string& dir, std::uint64_t cap, const std::string& owner);
 
   UploadFile(UploadFile&&) noexcept;
   UploadFile& operator=(UploadFile&&) noexcept;
@@ -51,8 +52,9 @@ class UploadFile {
   std::unique_ptr<Impl> impl_;
 };
 
-// Deletes every ".incoming-*" file in `dir`; returns how many.
-Result<int> remove_incoming(const std::string& dir);
+// Deletes the ".incoming-<owner>-*" files in `dir` (every ".incoming-*" file
+// when `owner` is empty); returns how many.
+Result<int> remove_incoming(const std::string& dir, const std::string& owner = "");
 
 // SHA-256 of bytes, lowercase hex (for tests and the client).
 std::string sha256_hex(std::string_view bytes);

@@ -1,7 +1,7 @@
 // Who is who in the state database: users with a role, their bearer tokens
 // (stored as hashes only), the append-only audit trail, and what a token has
-// used (for per-token limits). Plain records; StateDb (state_db.hpp) reads
-// and writes them, access/ decides what they allow.
+// used (for per-token limits), and the interface that keeps users and
+// tokens (AccountStore); access/ decides what they allow.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace kzoo::store {
+#include "kzoo/store/state_records.hpp"
 
-using UnixMs = std::int64_t;
+namespace kzoo::store {
 
 // maintainer and member are "the project"; an outsider may sign in and
 // submit, but its jobs wait held for a maintainer (seed: Who can do what).
@@ -58,10 +58,11 @@ struct Token {
 };
 
 // Who a transition is done for, written into the audit row of the same
-// transaction (StateDb::set_actor).
+// transaction (BoardAudit::set_actor).
 struct Actor {
   std::string who = "system";  // a user name, "local:<account>", or "system"
   std::string token_id;        // empty when no token was used
+  std::string address;         // the client's IP address as the server saw it (trusted proxies resolved); empty: local
 };
 
 struct AuditEntry {
@@ -69,6 +70,7 @@ struct AuditEntry {
   UnixMs at = 0;
   std::string who, token_id, action, target;
   nlohmann::json detail;  // object
+  std::string address;    // the client's, when the change came over HTTP
 };
 
 struct AuditFilter {
@@ -96,6 +98,30 @@ struct HeldJob {
   UnixMs created_at = 0;
   std::string reason;  // kHeldAdmin or kHeldPullRequest (pulls.hpp)
   std::string route;   // the submission's route; empty: main
+};
+
+// Users and their tokens. Only a token's hash is ever stored.
+class AccountStore {
+ public:
+  virtual ~AccountStore() = default;
+
+  virtual StateResult<User> add_user(const std::string& name, Role role) = 0;
+  virtual StateResult<User> get_user(const std::string& name) = 0;
+  virtual StateResult<std::vector<User>> list_users() = 0;
+  // Stores a token whose hash the caller computed (access/token.hpp); the
+  // user must exist; a runner token's user must be a maintainer.
+  virtual StateResult<Token> add_token(const Token& t) = 0;
+  // The token and its owner's role; not_found when unknown. Revoked and
+  // expired tokens are returned as they are: the caller decides.
+  virtual StateResult<Token> get_token(const std::string& id) = 0;
+  virtual StateResult<std::vector<Token>> list_tokens(const std::optional<std::string>& user) = 0;
+  // Sets revoked_at (once: wrong_state when already revoked).
+  virtual StateResult<Token> revoke_token(const std::string& id) = 0;
+  // Records a use (last_used_at), at most once a minute per token (true when
+  // written); not audited.
+  virtual StateResult<bool> touch_token(const std::string& id) = 0;
+  // What token `id` used since `since` (see TokenUsage).
+  virtual StateResult<TokenUsage> token_usage(const std::string& id, UnixMs since) = 0;
 };
 
 }  // namespace kzoo::store

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,9 +69,22 @@ struct AcceptTarget {
   std::string start_at;  // required when the branch may not exist yet
 };
 
+// One writer at a time, across processes and hosts: every write (accept,
+// evidence, commit_files, set_ref) takes a turn before it reads the ref it
+// will move and ends it after the move. The ref's compare-and-swap still
+// guards each move; the turn keeps writers on shared storage from racing at
+// all (docs/SCALE.md). PostgreSQL gives one (repo_writer.hpp).
+class RepoWriterLock {
+ public:
+  virtual ~RepoWriterLock() = default;
+  // Waits for this writer's turn; the turn ends when the handle is dropped.
+  virtual Result<std::shared_ptr<void>> turn() = 0;
+};
+
 struct KernelRepoOptions {
   Person committer{"kzoo", "kzoo@localhost"};
   int max_attempts = 64;  // optimistic-lock retries before accept() gives up
+  std::shared_ptr<RepoWriterLock> writer;  // none: the compare-and-swap alone (one host)
 };
 
 class KernelRepo {
@@ -164,6 +178,8 @@ class KernelRepo {
   Result<std::map<std::string, std::string>> read_job_evidence(const std::string& job_id) const;
 
  private:
+  // The writer's turn (nullptr without a writer lock).
+  Result<std::shared_ptr<void>> writer_turn() const;
   KernelRepo(std::string dir, KernelRepoOptions options) : dir_(std::move(dir)), options_(std::move(options)) {}
 
   std::string dir_;

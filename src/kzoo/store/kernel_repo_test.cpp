@@ -11,7 +11,11 @@
 
 #include <gtest/gtest.h>
 
+#include "kzoo/store/open_state.hpp"
+#include "kzoo/store/pg_test_server.hpp"
+#include "kzoo/store/repo_writer.hpp"
 #include "kzoo/store/test_support.hpp"
+#include "kzoo/util/test_prerequisite.hpp"
 
 namespace kzoo::store {
 namespace {
@@ -365,6 +369,63 @@ TEST_F(KernelRepoTest, ConcurrentAcceptsToOneKernelAllLandInALinearHistory) {
   auto fsck = git(tmp / "repo", "fsck --strict");
   EXPECT_EQ(fsck.rc, 0) << fsck.out;
   RecordProperty("retried_accepts", retried);
+}
+
+// Several hosts write through one PostgreSQL advisory lock (repo_writer.hpp):
+// eight writers, each with its own lock connection as separate processes
+// would have, never race -- each lands on its first attempt.
+TEST_F(KernelRepoTest, WritersWithTheStatesLockTakeTurnsAndNeverRace) {
+  KZOO_REQUIRE_PREREQUISITE(testing::pg_unavailable());
+  const std::string url = testing::pg_fresh_database();
+  ASSERT_FALSE(url.empty());
+  constexpr int kWriters = 8;
+  std::string start = *repo->head();
+  std::vector<std::thread> threads;
+  std::vector<Result<AcceptResult>> results(kWriters, fail("not run"));
+  std::atomic<bool> go{false};
+  for (int i = 0; i < kWriters; ++i)
+    threads.emplace_back([&, i] {
+      auto mine = open_kernel_repo(tmp / "repo", url);
+      if (!mine) return;
+      while (!go) std::this_thread::yield();
+      results[i] = mine->accept(
+          kSoftmax, submission({{"src/kernel.py", "writer " + std::to_string(i) + "\n"}}),
+          [i](const std::string& cur) -> Result<std::string> { return cur + "- w" + std::to_string(i) + "\n"; },
+          "accept from writer " + std::to_string(i), Person{"writer" + std::to_string(i), ""});
+    });
+  go = true;
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kWriters; ++i) {
+    ASSERT_TRUE(results[i]) << results[i].error().message;
+    EXPECT_EQ(results[i]->attempts, 1) << "writer " << i << " raced another: the lock did not keep them apart";
+  }
+  EXPECT_EQ(git(tmp / "repo", "rev-list --count " + start + "..main").out, std::to_string(kWriters) + "\n");
+  auto fsck = git(tmp / "repo", "fsck --strict");
+  EXPECT_EQ(fsck.rc, 0) << fsck.out;
+}
+
+TEST_F(KernelRepoTest, AWriterWaitsWhileAnotherHostHoldsTheLock) {
+  KZOO_REQUIRE_PREREQUISITE(testing::pg_unavailable());
+  const std::string url = testing::pg_fresh_database();
+  ASSERT_FALSE(url.empty());
+  pqxx::connection other(url);  // another host's writer
+  pqxx::nontransaction n(other);
+  n.exec("SELECT pg_advisory_lock(" + std::to_string(kRepoWriterKey) + ")");
+  auto mine = open_kernel_repo(tmp / "repo", url);
+  ASSERT_TRUE(mine);
+  const std::string head = *repo->head();
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    EXPECT_TRUE(mine->set_ref("refs/tags/checks", head));
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(done) << "the ref moved while another host held the writer lock";
+  EXPECT_NE(git(tmp / "repo", "rev-parse --verify -q refs/tags/checks").rc, 0);
+  n.exec("SELECT pg_advisory_unlock(" + std::to_string(kRepoWriterKey) + ")");
+  writer.join();
+  EXPECT_TRUE(done);
+  EXPECT_EQ(git(tmp / "repo", "rev-parse refs/tags/checks").out, head + "\n");
 }
 
 }  // namespace

@@ -276,12 +276,16 @@ Result<AcceptResult> KernelRepo::accept(const std::string& kernel_id, const pack
     measured_src = *id;
   }
   {
+    auto turn = writer_turn();
+    if (!turn) return tl::unexpected(turn.error());
     auto repo = git::open_repo(dir_);
     if (!repo) return tl::unexpected(repo.error());
     if (auto e = ensure_branch(repo->get(), ref_name, target.start_at.empty() ? measured_at : target.start_at); !e)
       return tl::unexpected(e.error());
   }
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
+    auto turn = writer_turn();
+    if (!turn) return tl::unexpected(turn.error());
     // A fresh handle per attempt: nothing cached from the stale read survives.
     auto repo = git::open_repo(dir_);
     if (!repo) return tl::unexpected(repo.error());
@@ -329,6 +333,8 @@ Result<std::string> KernelRepo::commit_files(const std::string& branch, const st
   auto text = commit_text(message, author, options_.committer);
   if (!text) return tl::unexpected(text.error());
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
+    auto turn = writer_turn();
+    if (!turn) return tl::unexpected(turn.error());
     auto repo = git::open_repo(dir_);
     if (!repo) return tl::unexpected(repo.error());
     auto head = git::resolve_commit(repo->get(), *ref_name);
@@ -377,10 +383,19 @@ Result<std::string> KernelRepo::commit_files(const std::string& branch, const st
   return fail(fmt::format("commit_files on {} gave up: the branch kept moving", branch));
 }
 
+Result<std::shared_ptr<void>> KernelRepo::writer_turn() const {
+  if (!options_.writer) return std::shared_ptr<void>();
+  auto t = options_.writer->turn();
+  if (!t) return fail("waiting for the repository's writer lock: " + t.error().message);
+  return t;
+}
+
 Result<void> KernelRepo::set_ref(const std::string& ref, const std::string& commit) const {
   int valid = 0;
   if (git_reference_name_is_valid(&valid, ref.c_str()) < 0 || !valid || !ref.starts_with("refs/"))
     return fail(fmt::format("\"{}\" is not a valid full ref name", ref));
+  auto turn = writer_turn();
+  if (!turn) return tl::unexpected(turn.error());
   auto repo = git::open_repo(dir_);
   if (!repo) return tl::unexpected(repo.error());
   auto c = git::resolve_commit(repo->get(), commit);
@@ -445,6 +460,8 @@ Result<std::string> KernelRepo::record_job_evidence(const std::string& job_id,
   if (!sig) return tl::unexpected(sig.error());
 
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
+    auto turn = writer_turn();
+    if (!turn) return tl::unexpected(turn.error());
     auto repo = git::open_repo(dir_);
     if (!repo) return tl::unexpected(repo.error());
     git::Commit parent;

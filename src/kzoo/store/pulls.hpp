@@ -4,7 +4,7 @@
 // PullRequest, until the route's owner (or their agent, or a maintainer)
 // merges it -- then it is graded like any other and lands on the route if the
 // checks accept it -- or someone closes it. Anyone signed in may comment on it
-// and review it. Plain records; StateDb (state_db.hpp) reads and writes them,
+// and review it. The records and the interface that keeps them (PullStore);
 // access/ decides who may do what.
 #pragma once
 
@@ -12,10 +12,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "kzoo/store/state_records.hpp"
 
 namespace kzoo::store {
-
-using UnixMs = std::int64_t;
 
 enum class PullState { open, merged, closed };
 std::string_view to_string(PullState s);
@@ -50,5 +51,28 @@ struct Comment {
 // route owner's merge (a pull request).
 inline constexpr std::string_view kHeldAdmin = "JobHeldAdmin";
 inline constexpr std::string_view kHeldPullRequest = "PullRequest";
+
+class PullStore {
+ public:
+  virtual ~PullStore() = default;
+
+  // Queues received submission `submission_id` as a pull request to its route
+  // (none: main): its job held (kHeldPullRequest) until decide_pull.
+  virtual StateResult<Job> open_pull(std::int64_t submission_id, int max_attempts = 3) = 0;
+  // merge: the job becomes claimable, or, when `then_admin` (an outsider's
+  // pull request merged by someone who cannot release their jobs), waits on
+  // for a maintainer as kHeldAdmin. close: the submission is cancelled with
+  // `why`. Only an open pull request; wrong_state otherwise.
+  virtual StateResult<Pull> decide_pull(std::int64_t submission_id, bool merge, bool then_admin,
+                                        const std::string& why) = 0;
+  virtual StateResult<Pull> get_pull(std::int64_t submission_id) = 0;
+  // Newest first; route and state narrow it.
+  virtual StateResult<std::vector<Pull>> list_pulls(const std::optional<std::string>& route,
+                                                    const std::optional<PullState>& state, int limit = 100) = 0;
+  // A comment or review by the current actor on an existing pull request, open or not.
+  virtual StateResult<Comment> add_comment(std::int64_t submission_id, ReviewKind kind, const std::string& body) = 0;
+  // Oldest first.
+  virtual StateResult<std::vector<Comment>> comments(std::int64_t submission_id) = 0;
+};
 
 }  // namespace kzoo::store

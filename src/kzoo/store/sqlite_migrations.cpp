@@ -1,9 +1,6 @@
-#include "kzoo/store/sqlite_migrations.hpp"
-
-#include <SQLiteCpp/Statement.h>
-#include <sqlite3.h>
-#include <SQLiteCpp/Transaction.h>
-#include <fmt/format.h>
+// The schema in SQLite's dialect. Append a migration to change it, with the
+// same number and description in pg_migrations.cpp; never edit a released one.
+#include "kzoo/store/sqlite_state.hpp"
 
 namespace kzoo::store {
 
@@ -11,7 +8,7 @@ namespace {
 
 // Times are UnixMs integers; JSON columns hold JSON text. The CHECKs keep the
 // state machine's invariants even against hand-edited rows.
-constexpr Migration kMigrations[] = {
+constexpr sql::Migration kMigrations[] = {
     {1, "submissions and jobs", R"SQL(
 CREATE TABLE submissions (
   id              INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -148,61 +145,16 @@ CREATE TABLE board_status (
   set_at     INTEGER NOT NULL
 );
 )SQL"},
+    {6, "the server that received each submission (a restarted server recovers only its own) and the client "
+        "address of each audit row", R"SQL(
+ALTER TABLE submissions ADD COLUMN received_by TEXT NOT NULL DEFAULT '';
+CREATE INDEX submissions_received ON submissions(received_by, id) WHERE state = 'received';
+ALTER TABLE audit ADD COLUMN address TEXT NOT NULL DEFAULT '';
+)SQL"},
 };
-
-int current_version(SQLite::Database& db) {
-  SQLite::Statement q(db, "SELECT COALESCE(MAX(version), 0) FROM schema_version");
-  q.executeStep();
-  return q.getColumn(0).getInt();
-}
 
 }  // namespace
 
-std::span<const Migration> sqlite_migrations() { return kMigrations; }
-
-StateResult<int> migrate(SQLite::Database& db, std::span<const Migration> migrations, UnixMs now) {
-  const Migration* current = nullptr;
-  try {
-    {
-      SQLite::Transaction tx(db, SQLite::TransactionBehavior::IMMEDIATE);
-      db.exec(
-          "CREATE TABLE IF NOT EXISTS schema_version ("
-          " version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at INTEGER NOT NULL)");
-      tx.commit();
-    }
-    int newest = migrations.empty() ? 0 : migrations.back().version;
-    int at = current_version(db);
-    if (at > newest)
-      return tl::unexpected(StateError{
-          StateError::io, fmt::format("state database {} is at schema version {}, newer than the newest this kzoo "
-                                      "knows ({}): it was written by a newer kzoo; upgrade kzoo",
-                                      db.getFilename(), at, newest)});
-    int previous = 0;
-    for (const Migration& m : migrations) {
-      if (m.version <= previous)
-        return tl::unexpected(StateError{StateError::io, fmt::format("migration list out of order at version {} "
-                                                                     "(a kzoo bug)",
-                                                                     m.version)});
-      previous = m.version;
-      current = &m;
-      SQLite::Transaction tx(db, SQLite::TransactionBehavior::IMMEDIATE);
-      if (current_version(db) >= m.version) continue;  // another process applied it first
-      db.exec(std::string(m.sql));
-      SQLite::Statement ins(db, "INSERT INTO schema_version(version, description, applied_at) VALUES (?, ?, ?)");
-      ins.bind(1, m.version);
-      ins.bind(2, std::string(m.description));
-      ins.bind(3, static_cast<int64_t>(now));
-      ins.exec();
-      tx.commit();
-    }
-    return current_version(db);
-  } catch (const SQLite::Exception& e) {
-    std::string which = current ? fmt::format("migration {} ({})", current->version, current->description)
-                                : std::string("creating schema_version");
-    return tl::unexpected(StateError{
-        (e.getErrorCode() & 0xff) == SQLITE_BUSY ? StateError::busy : StateError::io,
-        fmt::format("state database {}: {} failed and was rolled back: {}", db.getFilename(), which, e.what())});
-  }
-}
+std::span<const sql::Migration> sqlite_migrations() { return kMigrations; }
 
 }  // namespace kzoo::store

@@ -5,7 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include "kzoo/store/kernel_repo.hpp"
-#include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/store/sqlite_state.hpp"
 #include "kzoo/store/test_support.hpp"
 
 namespace kzoo::store {

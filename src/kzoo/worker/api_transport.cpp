@@ -7,9 +7,11 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include "kzoo/worker/transport.hpp"
+#include "kzoo/jobs/wire.hpp"
+#include "kzoo/worker/api_transport.hpp"
 
 namespace kzoo::worker {
+using namespace kzoo::jobs;  // the transport it implements and the wire it speaks
 namespace {
 
 using nlohmann::json;

@@ -1,6 +1,7 @@
 // kzoo worker end to end: a data directory made like `kzoo init` does, a
 // catalog with one tiny softmax task, the REAL judge in the REAL sandbox (CPU
 // torch), submissions queued like the server queues them.
+#include "kzoo/jobs/direct.hpp"
 #include "kzoo/worker/worker.hpp"
 
 #include <csignal>
@@ -20,7 +21,7 @@
 #include "kzoo/server/client.hpp"
 #include "kzoo/server/data_dir.hpp"
 #include "kzoo/server/test_support.hpp"
-#include "kzoo/store/sqlite_state_db.hpp"
+#include "kzoo/store/open_state.hpp"
 #include "kzoo/util/test_prerequisite.hpp"
 
 namespace kzoo::worker {
@@ -110,7 +111,7 @@ class WorkerTest : public ::testing::Test {
     auto d = server::init_data_dir(root / "data", root / "catalog/kernel_data", server::ServerConfig{});
     ASSERT_TRUE(d) << d.error().message;
     paths = *d;
-    auto db = store::open_sqlite_state_db(paths.state_db());
+    auto db = store::open_state(paths.state_url());
     ASSERT_TRUE(db);
     state = std::move(*db);
     auto r = store::KernelRepo::open(paths.repo());
@@ -152,7 +153,7 @@ class WorkerTest : public ::testing::Test {
   std::string head() { return *repo->head(); }
 
   TempDir root;
-  server::DataPaths paths;
+  server::DataPaths paths{""};
   std::unique_ptr<store::StateDb> state;
   std::optional<store::KernelRepo> repo;
   WorkerOptions o;
@@ -306,9 +307,9 @@ TEST_F(WorkerTest, FindJobCommitMatchesTheWholeTrailerOnly) {
   auto acc = repo->accept(kKernel, package_tree(kFast), std::string("schema_version: \"1\"\nkernel_id: ") + kKernel + "\ncases: []\n",
                           "x\n\nKzoo-Job: 12\n", store::Person{"a", ""});
   ASSERT_TRUE(acc);
-  EXPECT_EQ(*find_job_commit(*repo, kKernel, 12), acc->commit);
-  EXPECT_EQ(*find_job_commit(*repo, kKernel, 1), "");
-  EXPECT_EQ(*find_job_commit(*repo, kKernel, 123), "");
+  EXPECT_EQ(*jobs::find_job_commit(*repo, kKernel, 12), acc->commit);
+  EXPECT_EQ(*jobs::find_job_commit(*repo, kKernel, 1), "");
+  EXPECT_EQ(*jobs::find_job_commit(*repo, kKernel, 123), "");
 }
 
 TEST_F(WorkerTest, AWorkerKilledMidJobLosesItAndAnotherCompletesItExactlyOnce) {

@@ -1,28 +1,29 @@
-// Pull requests on a real SQLite file: a submission to someone else's route
-// waits held (PullRequest) until merged or closed; comments and reviews; the
-// audit trail of each step.
+// Pull requests and comments (pulls.hpp), on SQLite and on PostgreSQL: a
+// submission to someone else's route waits held (PullRequest) until merged or
+// closed; comments and reviews; the audit trail of each step.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "kzoo/store/sqlite_fixture.hpp"
+#include "kzoo/store/state_fixture.hpp"
 
 namespace kzoo::store {
 namespace {
 
-using testing::SqliteFixture;
+using testing::StateTest;
 
-const std::string kSha(64, 'c');
+const std::string kPullSha(64, 'c');
 
-class PullsTest : public SqliteFixture {
+class PullsTest : public StateTest {
  protected:
   void SetUp() override {
-    SqliteFixture::SetUp();
+    StateTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(db->ensure_route("ann-fast", "ann"));
   }
   // A submission by `who` to route `route`, opened as a pull request.
   std::int64_t pull(const std::string& who, const std::string& route = "ann-fast") {
-    NewSubmission n{"cuda/softmax", who, "fused", "/u/x.tar.gz", kSha};
+    NewSubmission n{"cuda/softmax", who, "fused", "/u/x.tar.gz", kPullSha};
     n.route = route;
     auto s = db->create_submission(n);
     EXPECT_TRUE(s) << s.error().message;
@@ -31,15 +32,11 @@ class PullsTest : public SqliteFixture {
     EXPECT_TRUE(j) << j.error().message;
     return s->id;
   }
-  std::vector<std::string> actions() {
-    std::vector<std::string> out;
-    auto log = db->audit_log({INT64_MAX, 1000, std::nullopt});  // kept: a range-for over *temporary would dangle
-    for (const auto& e : *log) out.insert(out.begin(), e.who + " " + e.action);
-    return out;
-  }
 };
 
-TEST_F(PullsTest, APullRequestWaitsForItsRoutesOwnerAndIsNeverClaimedBefore) {
+KZOO_ON_BOTH_ENGINES(PullsTest);
+
+TEST_P(PullsTest, APullRequestWaitsForItsRoutesOwnerAndIsNeverClaimedBefore) {
   std::int64_t id = pull("bob");
   auto p = db->get_pull(id);
   ASSERT_TRUE(p);
@@ -62,7 +59,7 @@ TEST_F(PullsTest, APullRequestWaitsForItsRoutesOwnerAndIsNeverClaimedBefore) {
   EXPECT_EQ((*held)[0].route, "ann-fast");
 }
 
-TEST_F(PullsTest, MergedItIsClaimedAndGradedLikeAnyOther) {
+TEST_P(PullsTest, MergedItIsClaimedAndGradedLikeAnyOther) {
   std::int64_t id = pull("bob");
   db->set_actor({"ann", ""});
   auto m = db->decide_pull(id, true, false, "");
@@ -80,7 +77,7 @@ TEST_F(PullsTest, MergedItIsClaimedAndGradedLikeAnyOther) {
   EXPECT_NE(again.error().message.find("merged already (by ann)"), std::string::npos) << again.error().message;
 }
 
-TEST_F(PullsTest, AnOutsidersPullRequestMergedByTheOwnerWaitsOnForAMaintainer) {
+TEST_P(PullsTest, AnOutsidersPullRequestMergedByTheOwnerWaitsOnForAMaintainer) {
   std::int64_t id = pull("ola");
   db->set_actor({"ann", ""});
   ASSERT_TRUE(db->decide_pull(id, true, /*then_admin=*/true, ""));
@@ -93,7 +90,7 @@ TEST_F(PullsTest, AnOutsidersPullRequestMergedByTheOwnerWaitsOnForAMaintainer) {
   EXPECT_TRUE(*db->claim_job("w1", 60));
 }
 
-TEST_F(PullsTest, ClosedItIsCancelledWithItsReason) {
+TEST_P(PullsTest, ClosedItIsCancelledWithItsReason) {
   std::int64_t id = pull("bob");
   db->set_actor({"ann", ""});
   auto c = db->decide_pull(id, false, false, "not on this route: open your own");
@@ -106,7 +103,7 @@ TEST_F(PullsTest, ClosedItIsCancelledWithItsReason) {
   EXPECT_FALSE(*db->claim_job("w1", 60));
 }
 
-TEST_F(PullsTest, OnlyAReceivedSubmissionCanBeOpenedAndOneWithoutARouteIsAimedAtMain) {
+TEST_P(PullsTest, OnlyAReceivedSubmissionCanBeOpenedAndOneWithoutARouteIsAimedAtMain) {
   auto s = db->create_submission({"cuda/softmax", "bob", "", "/u/x.tar.gz", kSha});
   ASSERT_TRUE(db->open_pull(s->id, 3));
   EXPECT_EQ(db->get_pull(s->id)->route, "");  // main: its maintainers merge it
@@ -119,7 +116,7 @@ TEST_F(PullsTest, OnlyAReceivedSubmissionCanBeOpenedAndOneWithoutARouteIsAimedAt
   EXPECT_EQ(db->decide_pull(9999, true, false, "").error().kind, StateError::not_found);
 }
 
-TEST_F(PullsTest, CommentsAndReviewsAreKeptInOrderOnOpenAndDecidedPullRequests) {
+TEST_P(PullsTest, CommentsAndReviewsAreKeptInOrderOnOpenAndDecidedPullRequests) {
   std::int64_t id = pull("bob");
   db->set_actor({"ann", "00000000000000a1"});
   ASSERT_TRUE(db->add_comment(id, ReviewKind::request_changes, "keep the fp32 accumulator"));
@@ -140,7 +137,7 @@ TEST_F(PullsTest, CommentsAndReviewsAreKeptInOrderOnOpenAndDecidedPullRequests) 
   EXPECT_EQ(db->add_comment(9999, ReviewKind::comment, "x").error().kind, StateError::not_found);
 }
 
-TEST_F(PullsTest, ListedNewestFirstByRouteAndState) {
+TEST_P(PullsTest, ListedNewestFirstByRouteAndState) {
   ASSERT_TRUE(db->ensure_route("cy-alt", "cy"));
   std::int64_t a = pull("bob"), b = pull("ola"), c = pull("ann", "cy-alt");
   db->set_actor({"ann", ""});
@@ -154,7 +151,7 @@ TEST_F(PullsTest, ListedNewestFirstByRouteAndState) {
   EXPECT_EQ(db->list_pulls(std::nullopt, std::nullopt, 0).error().kind, StateError::invalid);
 }
 
-TEST_F(PullsTest, EveryStepIsAudited) {
+TEST_P(PullsTest, EveryStepIsAudited) {
   std::int64_t a = pull("bob"), b = pull("ola");
   db->set_actor({"ann", ""});
   ASSERT_TRUE(db->add_comment(a, ReviewKind::approve, "yes"));
@@ -165,25 +162,6 @@ TEST_F(PullsTest, EveryStepIsAudited) {
   for (const char* want : {"bob pull.open", "ola pull.open", "ann pull.review", "ann pull.comment", "ann pull.merge",
                            "ann pull.close"})
     EXPECT_NE(std::find(seen.begin(), seen.end(), want), seen.end()) << want << " not in " << ::testing::PrintToString(seen);
-}
-
-TEST_F(PullsTest, ABoardsStatusIsTheLastAMaintainerSetAndEachSettingIsAudited) {
-  EXPECT_FALSE(*db->board_status(1));  // never set: the rules file's stands
-  db->set_actor({"mia", "00000000000000m1"});
-  ASSERT_TRUE(db->set_board_status(1, "saturated"));
-  now += 1000;
-  auto s = db->set_board_status(1, "flawed");
-  ASSERT_TRUE(s) << s.error().message;
-  auto got = db->board_status(1);
-  ASSERT_TRUE(got && *got);
-  EXPECT_EQ((*got)->status, "flawed");
-  EXPECT_EQ((*got)->set_by, "mia");
-  EXPECT_EQ((*got)->set_at, now);
-  EXPECT_FALSE(*db->board_status(2));
-  EXPECT_EQ(db->set_board_status(1, "quiet").error().kind, StateError::invalid);  // computed, never set
-  EXPECT_EQ(db->set_board_status(0, "active").error().kind, StateError::invalid);
-  auto seen = actions();
-  EXPECT_EQ(std::count(seen.begin(), seen.end(), "mia board.status"), 2);
 }
 
 }  // namespace

@@ -1,6 +1,13 @@
-#include "kzoo/store/state_db.hpp"
+#include "kzoo/store/state_records.hpp"
+
+#include <chrono>
 
 namespace kzoo::store {
+
+UnixMs system_now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
 
 std::string_view to_string(State s) {
   switch (s) {
@@ -43,6 +50,7 @@ std::string_view to_string(StateError::Kind k) {
     case StateError::invalid: return "invalid";
     case StateError::busy: return "busy";
     case StateError::io: return "io";
+    case StateError::limited: return "limited";
   }
   return "?";
 }

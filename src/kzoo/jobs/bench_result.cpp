@@ -1,4 +1,4 @@
-#include "kzoo/worker/bench_result.hpp"
+#include "kzoo/jobs/bench_result.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include "kzoo/format/yaml_json.hpp"
 #include "kzoo/util/iso_time.hpp"
 
-namespace kzoo::worker {
+namespace kzoo::jobs {
 namespace {
 
 using nlohmann::json;
@@ -122,4 +122,4 @@ std::string utc_now_iso() {
                          .count());
 }
 
-}  // namespace kzoo::worker
+}  // namespace kzoo::jobs

@@ -1,11 +1,11 @@
 // The server-owned bench_result.yaml: current replaced, best only when better.
-#include "kzoo/worker/bench_result.hpp"
+#include "kzoo/jobs/bench_result.hpp"
 
 #include <gtest/gtest.h>
 
 #include "kzoo/format/yaml_json.hpp"
 
-namespace kzoo::worker {
+namespace kzoo::jobs {
 namespace {
 
 using nlohmann::json;
@@ -129,4 +129,4 @@ TEST(BenchResult, TheForeignReasonNamesBothClasses) {
 }
 
 }  // namespace
-}  // namespace kzoo::worker
+}  // namespace kzoo::jobs

@@ -34,7 +34,7 @@
 
 #include "kzoo/util/result.hpp"
 
-namespace kzoo::worker {
+namespace kzoo::jobs {
 
 // test_case_id -> metric name -> "higher" | "lower".
 using Directions = std::map<std::string, std::map<std::string, std::string>>;
@@ -55,4 +55,4 @@ Result<std::string> next_bench_result(const std::string& current_yaml, const std
 // "2026-01-31T12:00:00Z" for now.
 std::string utc_now_iso();
 
-}  // namespace kzoo::worker
+}  // namespace kzoo::jobs

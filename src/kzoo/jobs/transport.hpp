@@ -1,13 +1,14 @@
-// How a worker reaches the service's state and repository: the seam between
-// `kzoo worker`'s grading loop (worker.hpp) and where jobs come from.
+// How grading one job (grade_job.hpp) reaches the service's state and
+// repository: the seam between grading and where jobs come from.
 //
-//   direct  (open_direct)  the data directory itself: the state database
-//           (store::StateDb) and kernel_data.git (store::KernelRepo). One
-//           machine, or hosts that share the directory. The server's runner
-//           API uses this same class on its side of the wire.
-//   api     (open_api)     the server's runner API over HTTP with a runner
-//           token (docs/SERVER.md "Runner API"): a compute node then needs no
-//           write access -- no access at all -- to the data directory.
+//   direct  (direct.hpp)   the state (store::StateDb, SQLite or PostgreSQL)
+//           and kernel_data.git (store::KernelRepo) themselves. One machine,
+//           or hosts that share the repository and the state. The server's
+//           runner API uses this same class on its side of the wire.
+//   api     (worker/api_transport.hpp)  the server's runner API over HTTP
+//           with a runner token (docs/SERVER.md "Runner API"): a compute node
+//           then needs no access at all to the data directory. The JSON of
+//           the wire is wire.hpp, shared by both sides.
 //
 // Both keep the store's contract: only the lease holder heartbeats, records,
 // accepts and completes; a lost lease answers not_holder or wrong_state.
@@ -32,9 +33,9 @@
 #include "kzoo/store/kernel_repo.hpp"
 #include "kzoo/store/state_db.hpp"
 #include "kzoo/util/result.hpp"
-#include "kzoo/worker/bench_result.hpp"
+#include "kzoo/jobs/bench_result.hpp"
 
-namespace kzoo::worker {
+namespace kzoo::jobs {
 
 // The package at the tip of the job's branch: the trusted harness and the incumbent.
 struct TrustedPackage {
@@ -116,30 +117,4 @@ class JobTransport {
   virtual Result<std::unique_ptr<JobTransport>> another() = 0;
 };
 
-// Over a data directory (DATA/state.db, DATA/kernel_data.git).
-Result<std::unique_ptr<JobTransport>> open_direct(const std::string& data_dir);
-// Over an open database and repository; `db` is borrowed and must outlive
-// the transport (the server's runner API, one per request).
-std::unique_ptr<JobTransport> direct_over(store::StateDb& db, store::KernelRepo repo);
-// Over the server's runner API at `server_url` with runner token `token`.
-Result<std::unique_ptr<JobTransport>> open_api(const std::string& server_url, const std::string& token);
-
-// The commit on `rev` (newest first among the package's last `scan` commits)
-// whose message carries the trailer `Kzoo-Job: <job_id>`; empty if none.
-Result<std::string> find_job_commit(const store::KernelRepo& repo, const std::string& kernel_id,
-                                    std::int64_t job_id, std::size_t scan = 200, const std::string& rev = "HEAD");
-// The JSON form of a BoardContext (the runner API's GET .../board), and back.
-nlohmann::json board_context_to_json(const BoardContext& c);
-Result<BoardContext> board_context_from_json(const nlohmann::json& j);
-
-// JSON forms shared by the runner API's two sides.
-nlohmann::json job_to_json(const store::Job& j);
-store::Job job_from_json(const nlohmann::json& j);
-nlohmann::json completion_to_json(const store::Completion& c);
-Result<store::Completion> completion_from_json(const nlohmann::json& j);
-nlohmann::json tree_to_json(const package::PackageTree& t);  // [{path, executable, base64}]
-Result<package::PackageTree> tree_from_json(const nlohmann::json& j);
-std::string base64_encode(const std::string& bytes);
-std::optional<std::string> base64_decode(const std::string& text);
-
-}  // namespace kzoo::worker
+}  // namespace kzoo::jobs

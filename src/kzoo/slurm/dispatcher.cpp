@@ -1,0 +1,189 @@
+#include "kzoo/slurm/dispatcher.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "kzoo/board/rules.hpp"
+#include "kzoo/format/json_text.hpp"
+
+namespace kzoo::slurm {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// A running batch job gets this long past its time before it is cancelled:
+// Slurm ends it at its time limit itself; this is for when it does not.
+constexpr int kOverrunGraceS = 120;
+
+}  // namespace
+
+std::string batch_script(const std::vector<std::string>& argv, const std::string& dir) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + quoted(a);
+  return "#!/bin/sh\n"
+         "# kzoo's Slurm runner: one graded job in this allocation (src/kzoo/slurm/dispatcher.hpp).\n"
+         "echo $$ > " + quoted(dir) + "/\"$SLURM_JOB_ID.pid\"\n"
+         "exec " + cmd + "\n";
+}
+
+Dispatcher::Dispatcher(DispatchOptions o, store::StateDb& db, store::KernelRepo repo)
+    : o_(std::move(o)), db_(db), repo_(std::move(repo)) {}
+
+Result<Dispatcher> Dispatcher::open(DispatchOptions o, store::StateDb& db, store::KernelRepo repo) {
+  if (o.worker.empty()) return fail("the Slurm runner needs the worker command its batch jobs run");
+  if (o.max_batch < 1) return fail("--max-batch must be at least 1");
+  std::error_code ec;
+  fs::create_directories(o.dir, ec);
+  if (ec) return fail(fmt::format("cannot create {}: {}", o.dir, ec.message()));
+  Dispatcher d(std::move(o), db, std::move(repo));
+  std::ifstream in(d.o_.dir + "/batch.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    auto e = format::parse_json(line, d.o_.dir + "/batch.jsonl");
+    if (!e || !e->is_object()) continue;  // a line cut short by a crash
+    const std::string id = e->value("id", "");
+    if (e->value("event", "") == "submitted") d.out_[id] = Batch{id, e->value("at", std::int64_t{0})};
+    else d.out_.erase(id);
+  }
+  return d;
+}
+
+void Dispatcher::say(const std::string& line) const {
+  if (o_.log) o_.log(line);
+}
+
+void Dispatcher::note(const json& event) {
+  json e = event;
+  e["at"] = store::system_now_ms();
+  std::ofstream out(o_.dir + "/batch.jsonl", std::ios::app);
+  out << e.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+}
+
+Result<Partition> Dispatcher::partition() {
+  auto rules = board::rules_in_force(repo_);
+  if (!rules) return fail("the board's rules cannot be read: " + rules.error().message);
+  if (!*rules) return Partition{};
+  auto p = checks_partition((*rules)->doc.value("benchmark", json::object()));
+  if (!p) return tl::unexpected(p.error());
+  return p->value_or(Partition{});
+}
+
+void Dispatcher::ended(const std::string& id, const std::optional<BatchEnd>& end, const std::string& why) {
+  json e{{"event", "ended"}, {"id", id}, {"why", why}};
+  if (end) {
+    e["state"] = end->state;
+    e["exit_code"] = end->exit_code;
+    e["signal"] = end->signal;
+    e["reason"] = end->reason;
+  } else {
+    e["state"] = "UNKNOWN";  // Slurm forgot it before we asked (MinJobAge)
+  }
+  note(e);
+  say(fmt::format("batch job {} ended: {} ({})", id, e["state"].get<std::string>(), why));
+  out_.erase(id);
+}
+
+Result<void> Dispatcher::follow(const Partition& p) {
+  std::vector<std::string> ids;
+  for (const auto& [id, b] : out_) ids.push_back(id);
+  auto listed = squeue(ids);
+  if (!listed) return tl::unexpected(listed.error());
+  const std::int64_t now = store::system_now_ms();
+  for (const auto& id : ids) {
+    auto it = listed->find(id);
+    Batch& b = out_[id];
+    if (it == listed->end()) {
+      auto end = job_end(id);
+      if (!end) return tl::unexpected(end.error());
+      ended(id, *end, "finished");
+      continue;
+    }
+    b.state = it->second.state;
+    if (b.state == "RUNNING" && b.started_at == 0) b.started_at = now;
+    const bool overran = b.started_at && now - b.started_at > (p.time_limit_s + kOverrunGraceS) * 1000LL;
+    const bool starved = b.state == "PENDING" && now - b.submitted_at > o_.pending_timeout_s * 1000LL;
+    if (overran || starved) {
+      if (auto c = scancel(id); !c) return tl::unexpected(c.error());
+      ended(id, std::nullopt,
+            overran ? fmt::format("cancelled: running past the partition's time limit of {} s", p.time_limit_s)
+                    : fmt::format("cancelled: no allocation within {} s ({})", o_.pending_timeout_s, it->second.reason));
+    }
+  }
+  return {};
+}
+
+Result<void> Dispatcher::submit(const Partition& p) {
+  std::vector<std::string> argv = o_.worker;
+  // The check's own limit inside the batch job's: benchmark.py must end before Slurm ends the job.
+  argv.push_back("--timeout");
+  argv.push_back(std::to_string(std::max(60, p.default_time_s - 60)));
+  const std::string script = o_.dir + "/worker.sh";
+  {
+    std::ofstream f(script, std::ios::trunc);
+    f << batch_script(argv, o_.dir);
+    if (!f) return fail("cannot write " + script);
+  }
+  std::vector<std::string> opts = sbatch_options(p);
+  opts.insert(opts.end(), {"--job-name=kzoo-check", "--no-requeue", "--chdir=" + o_.dir, "--output=" + o_.dir + "/%j.log"});
+  auto id = sbatch(opts, script);
+  if (!id) return tl::unexpected(id.error());
+  out_[*id] = Batch{*id, store::system_now_ms()};
+  note({{"event", "submitted"}, {"id", *id}, {"partition", p.name}, {"options", opts}});
+  say(fmt::format("batch job {} submitted on partition {}", *id, p.name));
+  return {};
+}
+
+Result<void> Dispatcher::fill(const Partition& p) {
+  auto queued = db_.count_claimable();
+  if (!queued) return fail("cannot count the queued jobs: " + queued.error().message);
+  std::vector<std::string> pending;  // newest last
+  for (const auto& [id, b] : out_)
+    if (b.state == "PENDING") pending.push_back(id);
+  std::sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return std::stoll(a) < std::stoll(b); });
+  // Every pending batch job will claim one queued job when it starts.
+  std::int64_t need = *queued - static_cast<std::int64_t>(pending.size());
+  for (; need < 0 && !pending.empty(); ++need) {
+    const std::string id = pending.back();
+    pending.pop_back();
+    if (auto c = scancel(id); !c) return tl::unexpected(c.error());
+    ended(id, std::nullopt, "cancelled: no queued job needs it any more");
+  }
+  for (; need > 0 && static_cast<int>(out_.size()) < o_.max_batch; --need)
+    if (auto r = submit(p); !r) return r;
+  return {};
+}
+
+Result<void> Dispatcher::step() {
+  // Nobody else may be claiming: a dead node's job comes back here.
+  if (auto r = db_.requeue_expired(db_.now()); r) {
+    for (const auto& q : *r)
+      say(fmt::format("job {}: lease of {} expired, now {}", q.job_id, q.lost_owner, store::to_string(q.now)));
+  } else {
+    return fail("taking back expired leases: " + r.error().message);
+  }
+  auto p = partition();
+  if (!p) return tl::unexpected(p.error());
+  if (auto r = follow(*p); !r) return r;
+  return fill(*p);
+}
+
+void Dispatcher::run(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    if (auto r = step(); !r) say("step failed, retrying: " + r.error().message);
+    for (auto slept = std::chrono::milliseconds(0); slept < o_.poll && !stop.load(); slept += std::chrono::milliseconds(100))
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace kzoo::slurm

@@ -1,0 +1,216 @@
+// Jobs, leases and holds (job_queue.hpp), on SQLite and on PostgreSQL: the
+// oldest queued job goes first, only the holder of a lease may act on its
+// job, an expired lease gives the job back until its attempts run out, and
+// connections claiming at once never share a job.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "kzoo/store/state_fixture.hpp"
+
+namespace kzoo::store {
+namespace {
+
+using testing::StateTest;
+
+class JobQueueTest : public StateTest {};
+KZOO_ON_BOTH_ENGINES(JobQueueTest);
+
+TEST_P(JobQueueTest, ACompletedJobIsNeverCompletedAgainWithAnotherOutcome) {
+  Job j = queued();
+  ASSERT_TRUE(db->claim_job("w1", 60));
+  ASSERT_TRUE(db->complete(j.id, "w1", accepted()));
+  Completion second{Outcome::rejected, {}, {}, {"changed my mind"}, ""};
+  auto r = db->complete(j.id, "w1", second);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, StateError::wrong_state);
+  EXPECT_NE(r.error().message.find("accepted"), std::string::npos) << r.error().message;
+  EXPECT_EQ(job_state(j.id), State::accepted);
+  EXPECT_EQ(submission_state(j.submission_id), State::accepted);
+  EXPECT_EQ(db->get_submission(j.submission_id)->accepted_commit, kCommit);
+}
+
+TEST_P(JobQueueTest, ClaimTakesTheOldestQueuedJobFirst) {
+  Job a = queued(), b = queued(), c = queued();
+  EXPECT_EQ((*db->claim_job("w", 60))->id, a.id);
+  EXPECT_EQ((*db->claim_job("w", 60))->id, b.id);
+  EXPECT_EQ((*db->claim_job("w", 60))->id, c.id);
+  auto none = db->claim_job("w", 60);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none);
+}
+
+TEST_P(JobQueueTest, HeartbeatExtendsOnlyTheHoldersLease) {
+  Job j = queued();
+  UnixMs t0 = now;
+  ASSERT_TRUE(db->claim_job("w1", 30));
+  now = t0 + 20'000;
+  auto hb = db->heartbeat(j.id, "w1", 30);
+  ASSERT_TRUE(hb);
+  EXPECT_EQ(hb->lease_expires_at, t0 + 50'000);
+  EXPECT_EQ(hb->heartbeat_at, t0 + 20'000);
+  EXPECT_TRUE(db->requeue_expired(t0 + 49'999)->empty()) << "the heartbeat kept the lease alive";
+  EXPECT_REFUSED(db->heartbeat(j.id, "w2", 30), not_holder);
+  EXPECT_EQ(db->get_job(j.id)->lease_expires_at, t0 + 50'000) << "the refused heartbeat changed nothing";
+}
+
+TEST_P(JobQueueTest, AnExpiredLeaseReturnsTheJobToTheQueueAndLocksOutTheOldWorker) {
+  Job j = queued();
+  UnixMs t0 = now;
+  ASSERT_TRUE(db->claim_job("w1", 30));
+  EXPECT_TRUE(db->requeue_expired(t0 + 29'999)->empty());
+  auto back = db->requeue_expired(t0 + 30'000);
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0].job_id, j.id);
+  EXPECT_EQ((*back)[0].lost_owner, "w1");
+  EXPECT_EQ((*back)[0].now, State::queued);
+  EXPECT_EQ(job_state(j.id), State::queued);
+  EXPECT_EQ(submission_state(j.submission_id), State::queued);
+
+  EXPECT_REFUSED(db->complete(j.id, "w1", accepted()), wrong_state);  // w1 vanished and came back
+  now = t0 + 31'000;
+  auto again = db->claim_job("w2", 30);
+  ASSERT_TRUE(again && *again);
+  EXPECT_EQ((*again)->id, j.id);
+  EXPECT_EQ((*again)->attempts, 2);
+  EXPECT_REFUSED(db->complete(j.id, "w1", accepted()), not_holder);
+  EXPECT_REFUSED(db->heartbeat(j.id, "w1", 30), not_holder);
+  ASSERT_TRUE(db->complete(j.id, "w2", accepted()));
+  EXPECT_EQ(submission_state(j.submission_id), State::accepted);
+}
+
+TEST_P(JobQueueTest, AHolderPastItsLeaseMayStillCompleteUntilTheJobIsTakenBack) {
+  // The work is done and nobody else has the job yet: keep the result rather
+  // than run the job again. Once requeue_expired ran, the same call is refused.
+  Job j = queued();
+  ASSERT_TRUE(db->claim_job("w1", 10));
+  now += 60'000;
+  auto late = db->complete(j.id, "w1", accepted());
+  ASSERT_TRUE(late) << late.error().message;
+  EXPECT_TRUE(db->requeue_expired(now)->empty()) << "a completed job is not requeued";
+  EXPECT_EQ(submission_state(j.submission_id), State::accepted);
+}
+
+TEST_P(JobQueueTest, AJobThatKeepsLosingItsLeaseFailsAfterMaxAttempts) {
+  Job j = queued(2);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    auto c = db->claim_job("w" + std::to_string(attempt), 10);
+    ASSERT_TRUE(c && *c);
+    now += 10'000;
+    auto r = db->requeue_expired(now);
+    ASSERT_EQ(r->size(), 1u);
+    EXPECT_EQ((*r)[0].now, attempt < 2 ? State::queued : State::failed);
+  }
+  Job failed = *db->get_job(j.id);
+  EXPECT_EQ(failed.state, State::failed);
+  EXPECT_EQ(failed.attempts, 2);
+  EXPECT_TRUE(failed.finished_at);
+  auto s = db->get_submission(j.submission_id);
+  EXPECT_EQ(s->state, State::failed);
+  ASSERT_EQ(s->reasons.size(), 1u);
+  EXPECT_NE(s->reasons[0].find("lost its lease 2 times"), std::string::npos) << s->reasons[0];
+  EXPECT_FALSE(*db->claim_job("w3", 10));
+}
+
+TEST_P(JobQueueTest, AnInfrastructureFailureIsRetriedUntilAttemptsRunOutThenFails) {
+  Job j = queued(2);
+  ASSERT_TRUE(db->claim_job("w1", 30));
+  EXPECT_REFUSED(db->retry(j.id, "w2", {"judge crashed"}, nullptr), not_holder);
+  auto back = db->retry(j.id, "w1", {"judge crashed"}, {{"attempt", 1}});
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->state, State::queued);
+  EXPECT_EQ(back->lease_owner, "");
+  EXPECT_EQ(back->result["attempt"], 1);
+  EXPECT_EQ(submission_state(j.submission_id), State::queued);
+  EXPECT_REFUSED(db->complete(j.id, "w1", accepted()), wrong_state);  // handed back: no longer w1's
+
+  auto again = db->claim_job("w2", 30);
+  ASSERT_TRUE(again && *again);
+  EXPECT_EQ((*again)->attempts, 2);
+  auto last = db->retry(j.id, "w2", {"judge crashed again"}, nullptr);
+  ASSERT_TRUE(last) << last.error().message;
+  EXPECT_EQ(last->state, State::failed);
+  EXPECT_TRUE(last->finished_at);
+  auto sub = db->get_submission(j.submission_id);
+  EXPECT_EQ(sub->state, State::failed);
+  ASSERT_EQ(sub->reasons.size(), 2u);
+  EXPECT_EQ(sub->reasons[0], "judge crashed again");
+  EXPECT_EQ(sub->reasons[1], "gave up after 2 attempts (max_attempts=2)");
+  EXPECT_REFUSED(db->retry(j.id, "w2", {"x"}, nullptr), wrong_state);
+}
+
+TEST_P(JobQueueTest, ResultsWithInvalidUtf8AreStoredWithReplacement) {
+  Job j = queued();
+  ASSERT_TRUE(db->claim_job("w1", 60));
+  Completion c{Outcome::failed, {{"stderr", std::string("crash \xff\xfe here")}}, nullptr, {"crashed"}, ""};
+  ASSERT_TRUE(db->complete(j.id, "w1", c));
+  std::string back = db->get_job(j.id)->result["stderr"];
+  EXPECT_EQ(back.rfind("crash ", 0), 0u);
+  EXPECT_NE(back.find("here"), std::string::npos);
+}
+
+TEST_P(JobQueueTest, AHeldJobIsNeverClaimedUntilReleased) {
+  auto held = db->enqueue(submit().id, 3, true)->id;
+  auto none = db->claim_job("w1", 60);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none);
+  EXPECT_EQ(*db->count_claimable(), 0) << "a held job waits for a maintainer, not a worker";
+  auto list = db->held_jobs();
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].job_id, held);
+
+  auto free_job = db->enqueue(submit().id, 3, false)->id;
+  auto c = db->claim_job("w1", 60);
+  ASSERT_TRUE(c && *c);
+  EXPECT_EQ((**c).id, free_job);  // the later, unheld job goes first
+
+  db->set_actor({"mia", "00000000000000d1"});
+  auto rel = db->release_job(held);
+  ASSERT_TRUE(rel) << rel.error().message;
+  EXPECT_FALSE(rel->held);
+  EXPECT_EQ(rel->released_by, "mia");
+  EXPECT_EQ(db->release_job(held).error().kind, StateError::wrong_state);
+  EXPECT_EQ(db->release_job(free_job).error().kind, StateError::wrong_state);
+  EXPECT_EQ(db->release_job(999).error().kind, StateError::not_found);
+  EXPECT_TRUE(db->held_jobs()->empty());
+  EXPECT_EQ(*db->count_claimable(), 1) << "the released job waits for a worker; the other is running";
+  auto c2 = db->claim_job("w2", 60);
+  ASSERT_TRUE(c2 && *c2);
+  EXPECT_EQ((**c2).id, held);
+}
+
+TEST_P(JobQueueTest, TwoConnectionsClaimingAThousandJobsNeverShareOne) {
+  constexpr int kJobs = 1000;
+  for (int i = 0; i < kJobs; ++i) queued();
+  std::vector<std::int64_t> got[2];
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      auto mine = open();  // one connection per thread
+      if (!mine) return;
+      std::string worker = "w" + std::to_string(t);
+      while (true) {
+        auto c = mine->claim_job(worker, 60);
+        if (!c) {
+          ++errors;
+          continue;  // busy: try again
+        }
+        if (!*c) break;
+        got[t].push_back((*c)->id);
+      }
+    });
+  for (auto& th : threads) th.join();
+  std::set<std::int64_t> all(got[0].begin(), got[0].end());
+  for (auto id : got[1]) EXPECT_TRUE(all.insert(id).second) << "job " << id << " claimed twice";
+  EXPECT_EQ(all.size(), static_cast<size_t>(kJobs));
+  EXPECT_EQ(*db->count_jobs(State::running), kJobs);
+  EXPECT_EQ(errors, 0) << "the busy timeout should make claimers wait, not fail";
+  RecordProperty("claims_by_thread_0", static_cast<int>(got[0].size()));
+}
+
+}  // namespace
+}  // namespace kzoo::store
