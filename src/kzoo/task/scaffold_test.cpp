@@ -191,8 +191,11 @@ TEST(ScaffoldWrite, RefusesARootWithoutTheMarker) {
 }
 
 TEST(ScaffoldWrite, TheCatalogPackagesAreWhatScaffoldMakes) {
-  // The committed eager packages are scaffold output (plus nothing): a change
-  // to a task or to scaffold shows up here until they are regenerated.
+  // The committed eager packages' harness is scaffold output (plus nothing): a
+  // change to a task or to scaffold shows up here until they are regenerated.
+  // Their src/ is not: scaffold's first baseline is the reference's code, which
+  // a maintainer replaces with the call a PyTorch user makes (docs/TASKS.md,
+  // "What kzoo task scaffold writes"; docs/CATALOG.md, "The eager baselines").
   struct Case {
     const char* task;
     const char* id;
@@ -203,7 +206,8 @@ TEST(ScaffoldWrite, TheCatalogPackagesAreWhatScaffoldMakes) {
     auto files = render_package(catalog_task(c.task), c.id);
     ASSERT_TRUE(files) << files.error().message;
     const fs::path pkg = fs::path(KZOO_SOURCE_DIR) / "catalog/kernel_data" / c.id;
-    for (const auto& [rel, content] : *files) EXPECT_EQ(read(pkg / rel), content) << pkg / rel;
+    for (const auto& [rel, content] : *files)
+      if (rel.rfind("src/", 0) != 0) EXPECT_EQ(read(pkg / rel), content) << pkg / rel;
   }
 }
 
