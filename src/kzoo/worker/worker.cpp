@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "kzoo/board/board.hpp"
+#include "kzoo/board/decision.hpp"
 #include "kzoo/board/rules.hpp"
 #include "kzoo/board/score.hpp"
 #include "kzoo/format/json_text.hpp"
@@ -161,48 +162,6 @@ class Heartbeat {
   std::atomic<bool> lost_{false};
   std::thread thread_;
 };
-
-// The board's guardrails a case must keep besides the task's own tolerance. The judge
-// holds every compared element to atol + rtol * |reference| itself and says so in each
-// case's `guardrails` (docs/JUDGE.md): then what counts is that it held the board's bound,
-// or a task's own where its calibration proves the board's impossible (an fp8 output one
-// rounding step apart). A document without them (an older judge) is held to the largest
-// absolute and relative errors instead.
-std::vector<std::string> guardrail_breaks(const json& measured, const json& document, const board::Rules& rules) {
-  std::vector<std::string> out;
-  std::map<std::string, const json*> held;
-  if (document.is_object() && document.contains("cases") && document["cases"].is_array())
-    for (const auto& c : document["cases"])
-      if (c.is_object() && c.contains("guardrails") && c["guardrails"].is_object() && c.contains("test_case_id") &&
-          c["test_case_id"].is_string())
-        held[c["test_case_id"].get<std::string>()] = &c["guardrails"];
-  for (const auto& c : measured["cases"]) {
-    std::string id = c["id"];
-    if (auto it = held.find(id); it != held.end()) {
-      const json& g = *it->second;
-      bool bounded = g.value("correctness_atol", json()).is_number() || g.value("correctness_rtol", json()).is_number();
-      if ((rules.atol || rules.rtol) && !bounded)
-        out.push_back(fmt::format("test case {}: the judge held no elementwise bound, the board asks for atol {} and "
-                                  "rtol {} (scienceslack.json guardrails)",
-                                  id, rules.atol.value_or(0), rules.rtol.value_or(0)));
-      else if (g.value("bound_ratio_max", json()).is_number() && g["bound_ratio_max"].get<double>() > 1.0)
-        out.push_back(fmt::format("test case {}: an element is {:.3g}x outside atol {} + rtol {} x |reference| "
-                                  "(scienceslack.json guardrails)",
-                                  id, g["bound_ratio_max"].get<double>(), g.value("correctness_atol", json(0)).dump(),
-                                  g.value("correctness_rtol", json(0)).dump()));
-      continue;
-    }
-    if (rules.atol && c["error_abs_max"].is_number() && c["error_abs_max"].get<double>() > *rules.atol)
-      out.push_back(fmt::format("test case {}: largest absolute error {:.4g} is over the board's atol {:.4g} "
-                                "(scienceslack.json guardrails)",
-                                id, c["error_abs_max"].get<double>(), *rules.atol));
-    if (rules.rtol && c["error_rel"].is_number() && c["error_rel"].get<double>() > *rules.rtol)
-      out.push_back(fmt::format("test case {}: error {:.4g} by the task's comparator is over the board's rtol {:.4g} "
-                                "(scienceslack.json guardrails)",
-                                id, c["error_rel"].get<double>(), *rules.rtol));
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -403,24 +362,9 @@ JobReport Worker::process(const store::Job& job) {
       g.memory_bytes = o_.memory_bytes;
       g.sandboxed = o_.sandboxed;
       g.judge_options = o_.judge_options.is_object() ? o_.judge_options : json::object();
-      // The board's guardrails are the judge's parameters. An operator's
-      // --iterations still wins (tests time fewer runs), but a check that timed
-      // fewer runs than the rules ask does not count on the board.
-      int timed_runs = o_.iterations.value_or(100);
-      if (rules) {
-        if (!o_.iterations) {
-          g.iterations = rules->timed_runs;
-          g.judge_options["iterations"] = rules->timed_runs;
-        }
-        timed_runs = o_.iterations.value_or(rules->timed_runs);
-        g.judge_options["warmup"] = rules->warmup;
-        g.judge_options["trials"] = rules->inputs;
-        // The board's elementwise guardrail, held by the judge on every compared element
-        // (docs/JUDGE.md, "Guardrails"), and the rules it ran under (its provenance).
-        if (rules->atol) g.judge_options["atol"] = *rules->atol;
-        if (rules->rtol) g.judge_options["rtol"] = *rules->rtol;
-        g.judge_options["rules_commit"] = rules->commit;
-      }
+      // The board's guardrails are the judge's parameters (board/decision.hpp, shared with `kzoo grade`).
+      const int timed_runs = board::timed_runs_for(rules ? &*rules : nullptr, o_.iterations);
+      g.judge_options = board::judge_options_for(std::move(g.judge_options), rules ? &*rules : nullptr, o_.iterations);
       if (has_incumbent) {
         const std::string inc_dir = w->root + "/.kzoo/incumbent";
         if (auto r = package::write_tree(incumbent, inc_dir); !r)
@@ -438,9 +382,12 @@ JobReport Worker::process(const store::Job& job) {
         graded.document["device_class"] = o_.device_class;
       const double cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-      // 5. Evidence, whatever happened.
-      verdict::Verdict v;
-      if (graded.document.is_object()) v = verdict::decide(graded.document, has_incumbent, o_.policy);
+      // 5. Evidence, whatever happened; the decision is board::decide_run's, the one `kzoo grade --against` makes.
+      const board::RunDecision decided =
+          board::decide_run({graded.document, trusted_insp.metas, has_incumbent, rules ? &*rules : nullptr, timed_runs,
+                             is_baseline},
+                            o_.policy);
+      const verdict::Verdict& v = decided.verdict;
       json run{{"status", runner::to_string(graded.status)}, {"reason", graded.reason}, {"warnings", graded.warnings},
                {"violations", to_json(graded.violations)}, {"worker", o_.worker_id}, {"job", job.id},
                {"base_commit", *base}, {"had_incumbent", has_incumbent}, {"device", o_.device},
@@ -448,16 +395,10 @@ JobReport Worker::process(const store::Job& job) {
                {"route", sub->route}, {"kind", sub->kind}};
       // The check (board/): what it measured, under which rules, and whether it
       // passed; a failed check counts for nothing.
-      json measured = board::measured_cases(graded.document, board::primaries_from_metas(trusted_insp.metas));
-      std::vector<std::string> breaks = rules ? guardrail_breaks(measured, graded.document, *rules) : std::vector<std::string>{};
-      const bool judged_ok = graded.document.is_object() && measured["correct"].get<bool>() &&
-                             (is_baseline || v.outcome == verdict::Outcome::accepted);
-      std::vector<std::string> board_notes;
-      if (rules && timed_runs < rules->timed_runs)
-        board_notes.push_back(fmt::format("timed {} runs, the board's rules ask for {} (the worker's --iterations): "
-                                          "this check does not count on the board",
-                                          timed_runs, rules->timed_runs));
-      const bool passed = judged_ok && breaks.empty() && board_notes.empty();
+      const json& measured = decided.measured;
+      const std::vector<std::string>& breaks = decided.breaks;
+      const std::vector<std::string>& board_notes = decided.board_notes;
+      const bool passed = decided.check_passed;
       json check{{"kind", sub->kind}, {"kernel_id", kernel_id}, {"route", sub->route}, {"job", job.id},
                  {"submission", sub->id}, {"rules_commit", rules ? json(rules->commit) : json()},
                  {"version", rules ? json(rules->version) : json()},
@@ -518,24 +459,18 @@ JobReport Worker::process(const store::Job& job) {
       if (is_baseline) {
         // A baseline measures; it commits nothing. Accepted = it is the board's
         // baseline now; the commit named is the one whose source it measured.
-        done.outcome = passed ? store::Outcome::accepted : store::Outcome::rejected;
-        done.accepted_commit = passed ? ctx->baseline_commit : "";
-        if (!passed) {
-          done.reasons = breaks;
-          done.reasons.insert(done.reasons.end(), board_notes.begin(), board_notes.end());
+        done.outcome = decided.accepted ? store::Outcome::accepted : store::Outcome::rejected;
+        done.accepted_commit = decided.accepted ? ctx->baseline_commit : "";
+        if (!decided.accepted) {
+          done.reasons = decided.reasons;
           if (done.reasons.empty()) done.reasons = {graded.reason.empty() ? "the baseline's check did not pass" : graded.reason};
         }
         result["baseline_commit"] = ctx->baseline_commit;
         throw done;
       }
-      if (v.outcome == verdict::Outcome::rejected) {
+      if (!decided.accepted) {
         done.outcome = store::Outcome::rejected;
-        done.reasons = v.reasons;
-        throw done;
-      }
-      if (v.outcome == verdict::Outcome::accepted && !breaks.empty()) {
-        done.outcome = store::Outcome::rejected;
-        done.reasons = breaks;
+        done.reasons = decided.reasons;
         throw done;
       }
       if (hb.lost()) throw JobFailure{store::Outcome::failed, "lease lost before commit"};
