@@ -21,7 +21,13 @@ using namespace kzoo::server;
 struct ServeOptions {
   std::string data, listen, config, catalog;
   std::string board_device_class = "auto";
+  bool json = false;
 };
+
+// --json: each event one JSON line on stdout, flushed (a supervisor reads them as they come).
+void event(const ServeOptions& o, nlohmann::json e) {
+  if (o.json) std::cout << e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
 
 // Defaults < config file < environment < flags (config.hpp).
 kzoo::Result<ServerConfig> resolve(const ServeOptions& o) {
@@ -62,18 +68,23 @@ const bool init_registered = kzoo::cli::register_command(
       sub.add_option("--catalog", o->catalog, "The catalog's kernel_data root (default: catalog/kernel_data)");
       sub.add_option("--board-device-class", o->board_device_class,
                      "Device class the demo board ranks (default auto: h200 with an NVIDIA GPU, else cpu)");
+      sub.add_flag("--json", o->json, "Print one JSON document on stdout");
       return [o] {
         auto cfg = resolve(*o);
         if (!cfg) {
           std::cerr << "kzoo init: " << cfg.error().message << "\n";
+          event(*o, {{"ok", false}, {"error", cfg.error().message}});
           return kzoo::cli::kExitError;
         }
         auto p = init_data_dir(o->data, cfg->catalog, *cfg, o->board_device_class);
         if (!p) {
           std::cerr << "kzoo init: " << p.error().message << "\n";
+          event(*o, {{"ok", false}, {"error", p.error().message}});
           return kzoo::cli::kExitError;
         }
         std::cerr << "kzoo init: created " << p->root << " from " << cfg->catalog << "\n";
+        event(*o, {{"ok", true}, {"data_dir", p->root}, {"catalog", cfg->catalog}, {"repository", p->repo()},
+                   {"state_db", p->state_db()}, {"config", p->config()}});
         return kzoo::cli::kExitOk;
       };
     });
@@ -86,10 +97,12 @@ const bool serve_registered = kzoo::cli::register_command(
       sub.add_option("--listen", o->listen, "HOST:PORT (env KZOO_LISTEN, default 127.0.0.1:8321; port 0 = any)");
       sub.add_option("--config", o->config, "JSON config file (env KZOO_CONFIG, default DATA/kzoo.json)");
       sub.add_option("--catalog", o->catalog, "Catalog kernel_data root, for the first start (env KZOO_CATALOG)");
+      sub.add_flag("--json", o->json, "Print each event (listening, stopped, an error) as one JSON line on stdout");
       return [o] {
         auto cfg = resolve(*o);
         if (!cfg) {
           std::cerr << "kzoo serve: " << cfg.error().message << "\n";
+          event(*o, {{"event", "error"}, {"error", cfg.error().message}});
           return kzoo::cli::kExitError;
         }
         // SIGTERM/SIGINT are taken by one thread with sigwait, so stopping
@@ -104,16 +117,21 @@ const bool serve_registered = kzoo::cli::register_command(
         auto svc = Service::open(*cfg);
         if (!svc) {
           std::cerr << "kzoo serve: " << svc.error().message << "\n";
+          event(*o, {{"event", "error"}, {"error", svc.error().message}});
           return kzoo::cli::kExitError;
         }
         auto port = (*svc)->bind();
         if (!port) {
           std::cerr << "kzoo serve: " << port.error().message << "\n";
+          event(*o, {{"event", "error"}, {"error", port.error().message}});
           return kzoo::cli::kExitError;
         }
+        const std::string url = "http://" + cfg->listen_host + ":" + std::to_string(*port);
         // The one line scripts and tests read to learn the port.
-        std::cout << "kzoo serve: listening on http://" << cfg->listen_host << ":" << *port << " (data "
-                  << (*svc)->data_dir() << ")" << std::endl;
+        if (o->json)
+          event(*o, {{"event", "listening"}, {"url", url}, {"data_dir", (*svc)->data_dir()}, {"limits", (*svc)->limits_note()}});
+        else
+          std::cout << "kzoo serve: listening on " << url << " (data " << (*svc)->data_dir() << ")" << std::endl;
         std::cerr << "kzoo serve: " << (*svc)->limits_note() << "\n";
         Service* s = svc->get();
         auto signalled = std::make_shared<std::atomic<bool>>(false);
@@ -128,6 +146,7 @@ const bool serve_registered = kzoo::cli::register_command(
         // run() also returns when the listener fails: wake the waiter then.
         if (!signalled->load()) pthread_kill(waiter.native_handle(), SIGTERM);
         waiter.join();
+        event(*o, {{"event", "stopped"}, {"ok", ok}, {"signalled", signalled->load()}});
         return ok ? kzoo::cli::kExitOk : kzoo::cli::kExitError;
       };
     });
