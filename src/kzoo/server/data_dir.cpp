@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "kzoo/board/agents_md.hpp"
 #include "kzoo/board/rules.hpp"
 #include "kzoo/store/kernel_repo.hpp"
 #include "kzoo/store/sqlite_state_db.hpp"
@@ -52,6 +53,7 @@ Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catal
     if (device_class.empty() || device_class == "auto") device_class = fs::exists("/dev/nvidiactl", ec) ? "h200" : "cpu";
     if (auto r = board::init_rules(*repo, device_class); !r) return fail("writing the board's rules: " + r.error().message);
   }
+  if (auto r = board::ensure_agents_md(*repo); !r) return fail("writing AGENTS.md: " + r.error().message);
   auto db = store::open_sqlite_state_db(p.state_db());
   if (!db) return fail("creating " + p.state_db() + ": " + db.error().message);
   fs::create_directory(p.uploads(), ec);
