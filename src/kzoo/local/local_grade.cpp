@@ -1,6 +1,6 @@
 #include "kzoo/local/local_grade.hpp"
 
-#include <unistd.h>
+#include <cstdlib>
 
 #include <cerrno>
 #include <cstring>
@@ -14,6 +14,7 @@
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/format/yaml_json.hpp"
 #include "kzoo/package/inspect.hpp"
+#include "kzoo/util/temp_dir.hpp"
 #include "kzoo/util/text_file.hpp"
 
 namespace kzoo::local {
@@ -42,15 +43,6 @@ Result<std::string> named_task(const json& desc, const std::string& catalog, con
     }
   return fail(desc_path + " names no task (reference_sources: [{kind: task, ref: NAME}]): add one or pass --task FILE");
 }
-
-struct TempRoot {
-  std::string path;
-  bool keep = false;
-  ~TempRoot() {
-    std::error_code ec;
-    if (!path.empty() && !keep) fs::remove_all(path, ec);
-  }
-};
 
 package::PackageTree src_of(const package::PackageTree& tree) {
   package::PackageTree out;
@@ -173,16 +165,10 @@ LocalGrade grade_locally(const PackageInput& pkg, const std::optional<PackageInp
     g.had_incumbent = true;
   }
 
-  TempRoot tmp;
-  tmp.keep = o.grade.keep_workdir;
-  {
-    std::string tmpl = fs::temp_directory_path().string() + "/kzoo-grade-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      return ended(std::move(g), GradeStatus::error, std::string("cannot make a temporary directory: ") + std::strerror(errno));
-    tmp.path = tmpl;
-    fs::permissions(tmp.path, fs::perms(0755));  // the sandbox uid must reach W inside it
-  }
-  auto w = runner::lay_out_workdir(tmp.path + "/w", *harness, pkg.tree, *task_text);
+  auto tmp = TempDirectory::make("kzoo-grade-");
+  if (!tmp) return ended(std::move(g), GradeStatus::error, tmp.error().message);
+  if (o.grade.keep_workdir) tmp->keep();
+  auto w = runner::lay_out_workdir(tmp->path() + "/w", *harness, pkg.tree, *task_text);
   if (!w) return ended(std::move(g), GradeStatus::error, w.error().message);
 
   runner::GradeOptions run = o.grade;
