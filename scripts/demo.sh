@@ -4,10 +4,21 @@
 # measures the board's eager baselines, submits an improved sample package on
 # a route, waits for the verdict and ends by printing the benchmark board and
 # the URL of its page. KZOO_DEMO_KEEP=1 keeps the server up afterwards.
+#
+# It installs and builds only what it runs (install-deps.sh --runtime, build.sh --cli-only: the kzoo
+# binary, not the test programs), and each step says how long the demo has run so far (docs/PERF.md
+# records the figures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-bash scripts/build.sh
+started=$SECONDS
+step() {
+  local t=$((SECONDS - started))
+  printf '== [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$*"
+}
+step "install the Debian packages kzoo needs to build and run (scripts/install-deps.sh --runtime)"
+bash scripts/install-deps.sh --runtime
+step "build the kzoo binary (scripts/build.sh --cli-only)"
+bash scripts/build.sh --cli-only
 K=$PWD/build/kzoo
 device=cpu
 if command -v nvidia-smi >/dev/null 2>&1 && /usr/bin/python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
@@ -18,12 +29,12 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-echo "== 1. validate every package of the demo catalog"
+step "1. validate every package of the demo catalog"
 for pkg in $(find catalog/kernel_data -type d -name .kernel_package | sort); do
   $K validate "$(dirname "$pkg")"
 done
 
-echo "== 2. initialise a kernel_data repository and state DB from the catalog (the board's rules, tagged checks)"
+step "2. initialise a kernel_data repository and state DB from the catalog (the board's rules, tagged checks)"
 data=$tmp/data
 # The demo board ranks the device class this machine can fill: the CPU when
 # there is no GPU (docs/BOARD.md).
@@ -39,7 +50,7 @@ KZOO_TOKEN=$($K token new demo --data "$data"); export KZOO_TOKEN
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export KZOO_SERVER=http://127.0.0.1:$port
 
-echo "== 3. start the server (127.0.0.1:$port) and a worker (device: $device)"
+step "3. start the server (127.0.0.1:$port) and a worker (device: $device)"
 $K serve --data "$data" --listen "127.0.0.1:$port" > "$tmp/serve.log" 2>&1 & pids+=($!)
 $K worker --data "$data" --device "$device" --catalog catalog --judge-dir judge > "$tmp/worker.log" 2>&1 & pids+=($!)
 for _ in $(seq 50); do
@@ -48,11 +59,11 @@ for _ in $(seq 50); do
 done
 $K kernels
 
-echo "== 4. measure the eager baseline of the softmax (the speed-up's denominator; \`kzoo baselines\` alone measures every board kernel)"
+step "4. measure the eager baseline of the softmax (the speed-up's denominator; \`kzoo baselines\` alone measures every board kernel)"
 kid=h200/norm/softmax/bf16/softmax_eager
 KZOO_TOKEN=$MAINT_TOKEN $K baselines --kernel "$kid" --wait || echo "(a kernel without a baseline counts 1 on the board)"
 
-echo "== 5. submit an improved softmax (fused) on the route fused-softmax and wait for its verdict"
+step "5. submit an improved softmax (fused) on the route fused-softmax and wait for its verdict"
 kid=h200/norm/softmax/bf16/softmax_eager
 mkdir -p "$tmp/sub"
 cp -r "catalog/kernel_data/$kid" "$tmp/sub/pkg"
@@ -62,7 +73,7 @@ $K submit "$tmp/sub/pkg" --kernel-id "$kid" --submitter demo --route fused-softm
 rc=$?
 set -e
 
-echo "== 6. the benchmark board (its page is the URL printed last)"
+step "6. the benchmark board (its page is the URL printed last)"
 $K board
 # A verdict either way (0 accepted, 1 rejected) is the service working; only
 # an error (2) fails the demo.
@@ -71,6 +82,7 @@ if [ "$rc" -ge 2 ]; then
   exit "$rc"
 fi
 echo "board page: $KZOO_SERVER/"
+step "done"
 if [ "${KZOO_DEMO_KEEP:-0}" = 1 ]; then
   echo "(KZOO_DEMO_KEEP=1: the server stays up; Ctrl-C stops it)"
   wait

@@ -9,6 +9,8 @@ bash scripts/build.sh
 if [ -x build/kzoo ] && build/kzoo docs --help >/dev/null 2>&1; then
   build/kzoo docs --check docs/formats.md
 fi
+# So is docs/TASKS.md's catalog table, from catalog/.
+build/kzoo task table --check docs/TASKS.md --catalog catalog
 cd build
 ctest --output-on-failure -j "$(nproc)" --timeout 900
 cd ..

@@ -48,7 +48,7 @@ print(json.dumps({"forged": True}))
 PY
 "$KZOO" "${G[@]}" "$tmp/kd/$id" --iterations 3 --timeout 900 >"$tmp/out2.txt" 2>"$tmp/err2.txt"
 check "a forged harness under the catalog's kernel ID is replaced by the trusted one" 0 $?
-grep -q "differs from the repository's" "$tmp/err2.txt" || { echo "FAIL no warning about the replaced harness"; fails=$((fails + 1)); }
+grep -q "differs from the catalog's" "$tmp/err2.txt" || { echo "FAIL no warning about the replaced harness"; fails=$((fails + 1)); }
 
 # 3. Not in the catalog, harness forged to print an unsigned accepting document: rejected as forged.
 mkdir -p "$tmp/kd2/x/forger"
@@ -80,7 +80,42 @@ else
   grep -q "signature" "$tmp/out3.json" || { echo "FAIL the reason does not name the signature"; fails=$((fails + 1)); }
 fi
 
-# 4. Usage errors exit 2.
+# 4. A copy outside any kernel_data root, named with --kernel-id, is graded as that kernel (with the
+#    catalog's trusted harness), and --against runs the worker's A/B: the same source is no improvement.
+mkdir -p "$tmp/copy"
+cp -r "$pkg/." "$tmp/copy/"
+"$KZOO" "${G[@]}" "$tmp/copy" --iterations 3 --timeout 900 >"$tmp/out4.txt" 2>"$tmp/err4.txt"
+check "a copy outside the catalog without --kernel-id is a usage error naming --kernel-id" 2 $?
+grep -q -- "--kernel-id" "$tmp/err4.txt" || { echo "FAIL the error does not name --kernel-id"; fails=$((fails + 1)); }
+"$KZOO" "${G[@]}" "$tmp/copy" --kernel-id "$id" --against "$pkg" --iterations 8 --timeout 900 --json \
+  >"$tmp/out5.json" 2>"$tmp/err5.txt"
+rc=$?
+check "the same source against itself is rejected, as the worker rejects it" 1 $rc
+/usr/bin/python3 - "$tmp/out5.json" "$id" <<'PY' || { echo "FAIL --against did not decide as the worker does"; fails=$((fails + 1)); }
+import json, sys
+doc = json.load(open(sys.argv[1]))
+g = doc["kzoo_grade"]
+assert doc["kernel_id"] == sys.argv[2] and g["kernel_id"] == sys.argv[2]
+assert g["trusted_harness"] is True and g["had_incumbent"] is True, g
+assert all("speedup" in c for c in doc["cases"]), "the judge timed no A/B"
+d = g["decision"]
+assert d["outcome"] == "rejected" and g["status"] == "rejected", d
+assert any("not faster than the incumbent" in r for r in d["reasons"]), d["reasons"]
+# --iterations below the rules' timed runs: the board says the check would not count.
+assert any("does not count on the board" in n for n in d["board_notes"]), d["board_notes"]
+PY
+
+# 5. The task's environment is honoured or refused, never ignored: a GPU below its compute capability.
+cat >"$tmp/nvidia-smi" <<'SH'
+#!/bin/sh
+echo "NVIDIA A100-SXM4-80GB, 8.0"
+SH
+chmod +x "$tmp/nvidia-smi"
+KZOO_NVIDIA_SMI="$tmp/nvidia-smi" "$KZOO" "${G[@]}" "$pkg" --device cuda >"$tmp/out6.txt" 2>"$tmp/err6.txt"
+check "a GPU below the task's min_compute_capability is refused" 2 $?
+grep -q "compute capability 9.0 or more" "$tmp/out6.txt" || { echo "FAIL the refusal does not name the capability"; cat "$tmp/out6.txt"; fails=$((fails + 1)); }
+
+# 6. Usage errors exit 2.
 "$KZOO" "${G[@]}" "$tmp/does-not-exist" >/dev/null 2>&1
 check "a missing path is an error" 2 $?
 "$KZOO" "${G[@]}" "$pkg" --device tpu >/dev/null 2>&1

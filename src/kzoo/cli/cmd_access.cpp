@@ -5,10 +5,12 @@
 //   kzoo jobs --held          kzoo release JOB          kzoo audit
 // user and token work on the data directory (whoever may write it runs the
 // site). jobs, release and audit do too, or go through a server with
-// --server URL and a maintainer's token ($KZOO_TOKEN).
+// --server URL (or $KZOO_SERVER, unless --data is given) and a maintainer's
+// token ($KZOO_TOKEN).
 #include <pwd.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <memory>
@@ -84,6 +86,7 @@ json token_json(const store::Token& t, store::UnixMs now) {
 
 struct Opts {
   std::string data = default_data();
+  bool data_given = false;  // --data on the command line
   std::string name, role, agent, runner, server;
   int expires_days = 0;
   std::int64_t max_per_hour = -1, max_jobs = -1, max_bytes = -1;
@@ -93,7 +96,22 @@ struct Opts {
 };
 
 void data_option(CLI::App& sub, Opts& o) {
-  sub.add_option("--data", o.data, "data directory (default $KZOO_DATA)");
+  sub.add_option("--data", o.data, "data directory (default $KZOO_DATA)")->each([&o](const std::string&) { o.data_given = true; });
+}
+
+// The verbs with a server form (jobs, release, audit) go through a server when
+// one is named: --server, else $KZOO_SERVER unless --data names a directory.
+// Without either, the data directory ($KZOO_DATA or the default).
+void server_or_data_options(CLI::App& sub, Opts& o, const char* what) {
+  data_option(sub, o);
+  sub.add_option("--server", o.server, std::string(what) + " (default $KZOO_SERVER, unless --data is given)");
+}
+bool through_server(Opts& o) {
+  if (o.server.empty() && !o.data_given) {
+    const char* env = std::getenv("KZOO_SERVER");
+    if (env && *env) o.server = env;
+  }
+  return !o.server.empty();
 }
 
 const bool user_add = kzoo::cli::register_command(
@@ -105,11 +123,15 @@ const bool user_add = kzoo::cli::register_command(
           ->required()
           ->check(CLI::IsMember({"maintainer", "member", "outsider"}));
       data_option(sub, *o);
+      sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {
         auto db = open_db(o->data);
         if (!db) return error("user add", db.error().message);
         auto u = (*db)->add_user(o->name, *store::parse_role(o->role));
         if (!u) return refused("user add", u.error());
+        if (o->json_out)
+          std::cout << json{{"name", u->name}, {"role", store::to_string(u->role)}, {"created_at", iso8601_utc(u->created_at)}}.dump(2)
+                    << "\n";
         std::cerr << fmt::format("kzoo user add: {} is a {}; `kzoo token new {}` makes their token\n", u->name,
                                  store::to_string(u->role), u->name);
         return kExitOk;
@@ -226,6 +248,7 @@ const bool token_revoke = kzoo::cli::register_command(
       auto o = std::make_shared<Opts>();
       sub.add_option("id", o->name, "token id, or the whole token")->required();
       data_option(sub, *o);
+      sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {
         auto db = open_db(o->data);
         if (!db) return error("token revoke", db.error().message);
@@ -233,6 +256,7 @@ const bool token_revoke = kzoo::cli::register_command(
         if (auto p = kzoo::access::parse_token(id)) id = p->id;
         auto t = (*db)->revoke_token(id);
         if (!t) return refused("token revoke", t.error());
+        if (o->json_out) std::cout << token_json(*t, (*db)->now()).dump(2) << "\n";
         std::cerr << fmt::format("kzoo token revoke: token {} of {} is revoked; the server refuses it from now on\n",
                                  t->id, t->user);
         return kExitOk;
@@ -243,12 +267,11 @@ const bool jobs_cmd = kzoo::cli::register_command(
     "jobs", "List jobs waiting for a maintainer (--held)", [](CLI::App& sub) -> kzoo::cli::Runner {
       auto o = std::make_shared<Opts>();
       sub.add_flag("--held", o->held, "jobs held for a maintainer's release (JobHeldAdmin)")->required();
-      data_option(sub, *o);
-      sub.add_option("--server", o->server, "ask this server instead of the data directory");
+      server_or_data_options(sub, *o, "ask this server instead of the data directory");
       sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {
         json list = json::array();
-        if (!o->server.empty()) {
+        if (through_server(*o)) {
           auto a = kzoo::server::http_get(o->server, "/api/jobs/held");
           if (!a) return error("jobs", a.error().message);
           if (a->status != 200) return error("jobs", kzoo::server::describe_error(*a));
@@ -280,22 +303,25 @@ const bool release_cmd = kzoo::cli::register_command(
     "release", "Release a held job so a runner may claim it", [](CLI::App& sub) -> kzoo::cli::Runner {
       auto o = std::make_shared<Opts>();
       sub.add_option("job", o->job, "job id (kzoo jobs --held lists them)")->required()->check(kzoo::cli::positive_id());
-      data_option(sub, *o);
-      sub.add_option("--server", o->server, "release through this server (a maintainer's $KZOO_TOKEN)");
+      server_or_data_options(sub, *o, "release through this server (a maintainer's $KZOO_TOKEN)");
+      sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {
-        if (!o->server.empty()) {
+        json released = {{"job_id", o->job}, {"released", true}};
+        if (through_server(*o)) {
           auto a = kzoo::server::http_post_json(o->server, fmt::format("/api/jobs/{}/release", o->job), json::object());
           if (!a) return error("release", a.error().message);
           if (a->status != 200) {
             std::cerr << "kzoo release: " << kzoo::server::describe_error(*a) << "\n";
             return a->status == 409 || a->status == 404 ? kExitInvalid : kExitError;
           }
+          if (a->body.is_object()) released.update(a->body);
         } else {
           auto db = open_db(o->data);
           if (!db) return error("release", db.error().message);
           auto j = (*db)->release_job(o->job);
           if (!j) return refused("release", j.error());
         }
+        if (o->json_out) std::cout << released.dump(2) << "\n";
         std::cerr << fmt::format("kzoo release: job {} released; a runner may claim it now\n", o->job);
         return kExitOk;
       };
@@ -304,13 +330,12 @@ const bool release_cmd = kzoo::cli::register_command(
 const bool audit_cmd = kzoo::cli::register_command(
     "audit", "Show the audit trail, newest first", [](CLI::App& sub) -> kzoo::cli::Runner {
       auto o = std::make_shared<Opts>();
-      data_option(sub, *o);
-      sub.add_option("--server", o->server, "ask this server (a maintainer's $KZOO_TOKEN)");
+      server_or_data_options(sub, *o, "ask this server (a maintainer's $KZOO_TOKEN)");
       sub.add_option("--limit", o->limit, "entries (1-1000)")->check(CLI::Range(1, 1000));
       sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {
         json list = json::array();
-        if (!o->server.empty()) {
+        if (through_server(*o)) {
           auto a = kzoo::server::http_get(o->server, fmt::format("/api/audit?limit={}", o->limit));
           if (!a) return error("audit", a.error().message);
           if (a->status != 200) return error("audit", kzoo::server::describe_error(*a));

@@ -147,15 +147,24 @@ const bool baselines_registered = kzoo::cli::register_command(
 struct DecisionOptions {
   std::string server, value;
   int version = 0;
+  bool json = false;
 };
 
-int post_decision(const char* cmd, const std::string& server, const std::string& path, const json& body) {
-  auto a = http_post_json(server, path, body);
+// The server's answer as the document (--json), or one line of what changed.
+int post_decision(const char* cmd, const DecisionOptions& o, const std::string& path, const json& body) {
+  auto a = http_post_json(o.server, path, body);
   if (!a || a->status != 200) {
     std::cerr << "kzoo " << cmd << ": " << (a ? describe_error(*a) : a.error().message) << "\n";
     return a && a->status < 500 ? kzoo::cli::kExitInvalid : kzoo::cli::kExitError;
   }
-  std::cout << a->body.dump(2) << "\n";
+  if (o.json) {
+    std::cout << a->body.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  } else {
+    std::cout << "kzoo " << cmd << ":";
+    for (const auto& [k, v] : a->body.items())
+      if (!v.is_structured()) std::cout << " " << k << " " << (v.is_string() ? v.get<std::string>() : v.dump());
+    std::cout << "\n";
+  }
   return kzoo::cli::kExitOk;
 }
 
@@ -168,7 +177,8 @@ const bool approve_registered = kzoo::cli::register_command(
           ->required()
           ->check(kzoo::cli::utf8_text());
       sub.add_option("--server", o->server, "Server URL (env KZOO_SERVER)");
-      return [o] { return post_decision("approve", o->server, "/api/board/checks", {{"commit", o->value}}); };
+      sub.add_flag("--json", o->json, "Print one JSON document on stdout");
+      return [o] { return post_decision("approve", *o, "/api/board/checks", {{"commit", o->value}}); };
     });
 
 const bool board_status_registered = kzoo::cli::register_command(
@@ -181,10 +191,11 @@ const bool board_status_registered = kzoo::cli::register_command(
           ->check(CLI::IsMember({"active", "saturated", "superseded", "flawed"}));
       sub.add_option("--version", o->version, "the board's version (default: the board in force)")->check(CLI::PositiveNumber);
       sub.add_option("--server", o->server, "Server URL (env KZOO_SERVER)");
+      sub.add_flag("--json", o->json, "Print one JSON document on stdout");
       return [o] {
         json body = {{"status", o->value}};
         if (o->version) body["version"] = o->version;
-        return post_decision("board-status", o->server, "/api/board/status", body);
+        return post_decision("board-status", *o, "/api/board/status", body);
       };
     });
 

@@ -155,11 +155,13 @@ const bool comment_cmd = kzoo::cli::register_command(
       auto* ap = sub.add_flag("--approve", o->approve, "a review that approves it");
       sub.add_flag("--request-changes", o->request_changes, "a review that asks for changes")->excludes(ap);
       server_option(sub, *o);
+      sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {
         json body = {{"body", o->body},
                      {"kind", o->approve ? "approve" : o->request_changes ? "request_changes" : "comment"}};
         auto a = kzoo::server::http_post_json(o->server, fmt::format("/api/pulls/{}/comments", o->id), body);
         if (!a || a->status != 201) return refused("comment", a);
+        if (o->json_out) std::cout << a->body.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
         std::cerr << fmt::format("kzoo comment: {} {} on pull request {}\n", str(a->body, "kind"), a->body.value("id", 0),
                                  o->id);
         return kExitOk;

@@ -21,7 +21,13 @@ using namespace kzoo::server;
 struct ServeOptions {
   std::string data, listen, config, catalog, state, server_id;
   std::string board_device_class = "auto";
+  bool json = false;
 };
+
+// --json: each event one JSON line on stdout, flushed (a supervisor reads them as they come).
+void event(const ServeOptions& o, nlohmann::json e) {
+  if (o.json) std::cout << e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
 
 // Defaults < config file < environment < flags (config.hpp).
 kzoo::Result<ServerConfig> resolve(const ServeOptions& o) {
@@ -67,18 +73,23 @@ const bool init_registered = kzoo::cli::register_command(
                      "DIR/kzoo.json");
       sub.add_option("--board-device-class", o->board_device_class,
                      "Device class the demo board ranks (default auto: h200 with an NVIDIA GPU, else cpu)");
+      sub.add_flag("--json", o->json, "Print one JSON document on stdout");
       return [o] {
         auto cfg = resolve(*o);
         if (!cfg) {
           std::cerr << "kzoo init: " << cfg.error().message << "\n";
+          event(*o, {{"ok", false}, {"error", cfg.error().message}});
           return kzoo::cli::kExitError;
         }
         auto p = init_data_dir(o->data, cfg->catalog, *cfg, o->board_device_class);
         if (!p) {
           std::cerr << "kzoo init: " << p.error().message << "\n";
+          event(*o, {{"ok", false}, {"error", p.error().message}});
           return kzoo::cli::kExitError;
         }
         std::cerr << "kzoo init: created " << p->root << " from " << cfg->catalog << "\n";
+        event(*o, {{"ok", true}, {"data_dir", p->root}, {"catalog", cfg->catalog}, {"repository", p->repo()},
+                   {"state_db", p->state_db()}, {"config", p->config()}});
         return kzoo::cli::kExitOk;
       };
     });
@@ -95,10 +106,12 @@ const bool serve_registered = kzoo::cli::register_command(
                      "The state: sqlite:PATH or postgresql://... shared by several servers (env KZOO_STATE)");
       sub.add_option("--server-id", o->server_id,
                      "This server's id among several on one data directory (env KZOO_SERVER_ID, default the host name)");
+      sub.add_flag("--json", o->json, "Print each event (listening, stopped, an error) as one JSON line on stdout");
       return [o] {
         auto cfg = resolve(*o);
         if (!cfg) {
           std::cerr << "kzoo serve: " << cfg.error().message << "\n";
+          event(*o, {{"event", "error"}, {"error", cfg.error().message}});
           return kzoo::cli::kExitError;
         }
         // SIGTERM/SIGINT are taken by one thread with sigwait, so stopping
@@ -113,16 +126,21 @@ const bool serve_registered = kzoo::cli::register_command(
         auto svc = Service::open(*cfg);
         if (!svc) {
           std::cerr << "kzoo serve: " << svc.error().message << "\n";
+          event(*o, {{"event", "error"}, {"error", svc.error().message}});
           return kzoo::cli::kExitError;
         }
         auto port = (*svc)->bind();
         if (!port) {
           std::cerr << "kzoo serve: " << port.error().message << "\n";
+          event(*o, {{"event", "error"}, {"error", port.error().message}});
           return kzoo::cli::kExitError;
         }
+        const std::string url = "http://" + cfg->listen_host + ":" + std::to_string(*port);
         // The one line scripts and tests read to learn the port.
-        std::cout << "kzoo serve: listening on http://" << cfg->listen_host << ":" << *port << " (data "
-                  << (*svc)->data_dir() << ")" << std::endl;
+        if (o->json)
+          event(*o, {{"event", "listening"}, {"url", url}, {"data_dir", (*svc)->data_dir()}, {"limits", (*svc)->limits_note()}});
+        else
+          std::cout << "kzoo serve: listening on " << url << " (data " << (*svc)->data_dir() << ")" << std::endl;
         std::cerr << "kzoo serve: " << (*svc)->limits_note() << "\n";
         Service* s = svc->get();
         auto signalled = std::make_shared<std::atomic<bool>>(false);
@@ -137,6 +155,7 @@ const bool serve_registered = kzoo::cli::register_command(
         // run() also returns when the listener fails: wake the waiter then.
         if (!signalled->load()) pthread_kill(waiter.native_handle(), SIGTERM);
         waiter.join();
+        event(*o, {{"event", "stopped"}, {"ok", ok}, {"signalled", signalled->load()}});
         return ok ? kzoo::cli::kExitOk : kzoo::cli::kExitError;
       };
     });

@@ -1,8 +1,11 @@
-// `kzoo worker`: run graded jobs from a data directory (worker/worker.hpp).
+// `kzoo worker`: run graded jobs from a data directory, or through a server's
+// runner API (--server, or $KZOO_SERVER unless --data is given) (worker/worker.hpp).
 // Exit codes: with --once, 0 when a job was accepted or nothing was queued,
 // 1 when the job was rejected or failed, 2 on usage or I/O errors; without
 // --once it runs until SIGINT/SIGTERM and exits 0.
 #include <atomic>
+#include <ctime>
+#include <regex>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -40,9 +43,32 @@ std::string catalog_root(const std::string& dir) {
   return dir;
 }
 
+// --json: every event one JSON line on stdout, flushed as it happens:
+// {"time", "worker", "event", "job"?, "message"?, ...}. Lines the worker logs
+// about a job ("job N: ...") carry the job's id.
+void emit(nlohmann::json e, const std::string& worker) {
+  char at[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  nlohmann::json line{{"time", at}};
+  if (!worker.empty()) line["worker"] = worker;
+  line.update(e);
+  std::cout << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
+
+nlohmann::json log_event(std::string_view text) {
+  nlohmann::json e{{"event", "log"}, {"message", std::string(text)}};
+  static const std::regex kJob("^job ([0-9]{1,18}): ");
+  std::match_results<std::string_view::const_iterator> m;
+  if (std::regex_search(text.begin(), text.end(), m, kJob)) e["job"] = std::stoll(m[1].str());
+  return e;
+}
+
 struct Args {
   kzoo::worker::WorkerOptions o;
   bool once = false;
+  bool json = false;
+  bool data_given = false;  // --data on the command line
   int timeout_s = 1800;
   int iterations = 0;
   double min_gain = -1, max_p = -1;
@@ -59,11 +85,13 @@ const bool registered = kzoo::cli::register_command(
       a->o.catalog_dir = env_or("KZOO_CATALOG", std::string(KZOO_SOURCE_DIR) + "/catalog");
       a->o.judge_dir = env_or("KZOO_JUDGE_DIR", std::string(KZOO_SOURCE_DIR) + "/judge");
       a->o.python = env_or("KZOO_PYTHON", "/usr/bin/python3");
-      sub.add_option("--data", a->o.data_dir, "data directory (kernel_data.git, state.db, uploads/); default $KZOO_DATA");
+      sub.add_option("--data", a->o.data_dir, "data directory (kernel_data.git, state.db, uploads/); default $KZOO_DATA")
+          ->each([a](const std::string&) { a->data_given = true; });
       sub.add_option("--state", a->state,
                      "the state beside --data: sqlite:PATH or postgresql://... (default $KZOO_STATE, else DATA/kzoo.json's)");
       sub.add_option("--server", a->o.server_url,
-                     "work through this server's runner API instead of a data directory (needs a runner token)");
+                     "work through this server's runner API instead of a data directory (needs a runner token); "
+                     "default $KZOO_SERVER, unless --data is given");
       sub.add_option("--token-file", a->token_file,
                      "file holding the runner token for --server (default: $KZOO_TOKEN)");
       sub.add_option("--id", a->o.worker_id, "worker id (lease owner); default host:pid");
@@ -84,16 +112,22 @@ const bool registered = kzoo::cli::register_command(
           ->check(CLI::Range(0.0, 1.0));
       sub.add_flag("--no-sandbox", [a](std::int64_t) { a->o.sandboxed = false; },
                    "run without bubblewrap (tests and trusted code only)");
+      sub.add_flag("--json", a->json, "print every event (and --once's report) as one JSON line on stdout");
       return [a] {
         auto& o = a->o;
+        if (o.server_url.empty() && !a->data_given)
+          if (const char* env = std::getenv("KZOO_SERVER"); env && *env) o.server_url = env;
+        // Before the worker has an id, events name what it will be called.
+        auto fail = [&](const std::string& msg) {
+          std::cerr << "kzoo worker: " << msg << "\n";
+          if (a->json) emit({{"event", "error"}, {"error", msg}}, o.worker_id);
+          return kzoo::cli::kExitError;
+        };
         if (!o.server_url.empty()) {
           // A token on the command line would show in `ps`: a file or the environment only.
           if (!a->token_file.empty()) {
             std::ifstream in(a->token_file);
-            if (!in || !std::getline(in, o.token)) {
-              std::cerr << "kzoo worker: cannot read a token from " << a->token_file << "\n";
-              return kzoo::cli::kExitError;
-            }
+            if (!in || !std::getline(in, o.token)) return fail("cannot read a token from " + a->token_file);
             while (!o.token.empty() && (o.token.back() == '\r' || o.token.back() == ' ')) o.token.pop_back();
           } else if (const char* t = std::getenv("KZOO_TOKEN"); t && *t) {
             o.token = t;
@@ -114,30 +148,32 @@ const bool registered = kzoo::cli::register_command(
         if (a->max_p >= 0) o.policy.max_p = a->max_p;
         if (const char* j = std::getenv("KZOO_WORKER_JUDGE_OPTIONS"); j && *j) {
           auto parsed = nlohmann::json::parse(j, nullptr, false);
-          if (!parsed.is_object()) {
-            std::cerr << "kzoo worker: KZOO_WORKER_JUDGE_OPTIONS is not a JSON object\n";
-            return kzoo::cli::kExitError;
-          }
+          if (!parsed.is_object()) return fail("KZOO_WORKER_JUDGE_OPTIONS is not a JSON object");
           o.judge_options = parsed;
         }
-        o.log = [](std::string_view line) { std::cerr << "kzoo worker: " << sanitise(line) << "\n"; };
+        // The worker's id is settled by Worker::open; its log lines name it from then on.
+        auto id = std::make_shared<std::string>(o.worker_id);
+        if (a->json) o.log = [id](std::string_view line) { emit(log_event(line), *id); };
+        else o.log = [](std::string_view line) { std::cerr << "kzoo worker: " << sanitise(line) << "\n"; };
         auto w = kzoo::worker::Worker::open(o);
-        if (!w) {
-          std::cerr << "kzoo worker: " << w.error().message << "\n";
-          return kzoo::cli::kExitError;
-        }
-        std::cerr << "kzoo worker: " << (*w)->options().worker_id << " serving "
-                  << (o.server_url.empty() ? o.data_dir : o.server_url) << " as device class "
-                  << (*w)->options().device_class
-                  << ((*w)->options().gpu_name.empty() ? "" : " (" + (*w)->options().gpu_name + ")") << "\n";
+        if (!w) return fail(w.error().message);
+        const auto& opened = (*w)->options();
+        *id = opened.worker_id;
+        if (a->json)
+          emit({{"event", "started"}, {"serving", o.server_url.empty() ? o.data_dir : o.server_url},
+                {"device", opened.device}, {"device_class", opened.device_class},
+                {"gpu_name", opened.gpu_name.empty() ? nlohmann::json() : nlohmann::json(opened.gpu_name)}},
+               *id);
+        else
+          std::cerr << "kzoo worker: " << opened.worker_id << " serving " << (o.server_url.empty() ? o.data_dir : o.server_url)
+                    << " as device class " << opened.device_class
+                    << (opened.gpu_name.empty() ? "" : " (" + opened.gpu_name + ")") << "\n";
         if (a->once) {
           auto r = (*w)->run_once();
-          if (!r) {
-            std::cerr << "kzoo worker: " << r.error().message << "\n";
-            return kzoo::cli::kExitError;
-          }
+          if (!r) return fail(r.error().message);
           if (!*r) {
-            std::cerr << "kzoo worker: nothing queued\n";
+            if (a->json) emit({{"event", "idle"}, {"message", "nothing queued"}}, *id);
+            else std::cerr << "kzoo worker: nothing queued\n";
             return kzoo::cli::kExitOk;
           }
           const auto& rep = **r;
@@ -149,13 +185,19 @@ const bool registered = kzoo::cli::register_command(
                            {"evidence_commit", rep.evidence_commit},
                            {"reused_commit", rep.reused_commit},
                            {"reasons", rep.reasons}};
-          std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+          if (a->json) {
+            j["event"] = "report";
+            emit(j, *id);
+          } else {
+            std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+          }
           return rep.completed && rep.outcome == kzoo::store::Outcome::accepted ? kzoo::cli::kExitOk : kzoo::cli::kExitInvalid;
         }
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);
         auto n = (*w)->run_loop(g_stop);
-        std::cerr << "kzoo worker: stopped after " << n << " job(s)\n";
+        if (a->json) emit({{"event", "stopped"}, {"jobs", n}}, *id);
+        else std::cerr << "kzoo worker: stopped after " << n << " job(s)\n";
         return kzoo::cli::kExitOk;
       };
     });

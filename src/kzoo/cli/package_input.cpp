@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "kzoo/package/kernel_id.hpp"
+#include "kzoo/util/text_file.hpp"
 
 namespace kzoo::cli {
 namespace fs = std::filesystem;
@@ -54,21 +55,7 @@ Result<PackageDirInput> read_package_input(const std::string& dir, const std::op
 }
 
 Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return fail("cannot read \"" + path + "\": no such file");
-  if (!fs::is_regular_file(path, ec)) return fail("cannot read \"" + path + "\": not a regular file");
-  auto size = fs::file_size(path, ec);
-  if (ec) return fail("cannot read \"" + path + "\": " + ec.message());
-  if (size > max_bytes) {
-    return fail("\"" + path + "\" is " + std::to_string(size) + " bytes, more than the " +
-                std::to_string(max_bytes) + " this command reads");
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return fail("cannot open \"" + path + "\"");
-  std::string data(static_cast<std::size_t>(size), '\0');
-  f.read(data.data(), static_cast<std::streamsize>(size));
-  if (f.gcount() != static_cast<std::streamsize>(size)) return fail("cannot read \"" + path + "\": short read");
-  return data;
+  return read_text_file(path, max_bytes);
 }
 
 void print_json(std::ostream& out, const nlohmann::json& doc) {

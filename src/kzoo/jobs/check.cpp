@@ -12,66 +12,22 @@ namespace kzoo::jobs {
 
 using nlohmann::json;
 
-namespace {
-
-// The board's guardrails a case must keep besides the task's own tolerance. The judge
-// holds every compared element to atol + rtol * |reference| itself and says so in each
-// case's `guardrails` (docs/JUDGE.md): then what counts is that it held the board's bound,
-// or a task's own where its calibration proves the board's impossible (an fp8 output one
-// rounding step apart). A document without them (an older judge) is held to the largest
-// absolute and relative errors instead.
-std::vector<std::string> guardrail_breaks(const json& measured, const json& document, const board::Rules& rules) {
-  std::vector<std::string> out;
-  std::map<std::string, const json*> held;
-  if (document.is_object() && document.contains("cases") && document["cases"].is_array())
-    for (const auto& c : document["cases"])
-      if (c.is_object() && c.contains("guardrails") && c["guardrails"].is_object() && c.contains("test_case_id") &&
-          c["test_case_id"].is_string())
-        held[c["test_case_id"].get<std::string>()] = &c["guardrails"];
-  for (const auto& c : measured["cases"]) {
-    std::string id = c["id"];
-    if (auto it = held.find(id); it != held.end()) {
-      const json& g = *it->second;
-      bool bounded = g.value("correctness_atol", json()).is_number() || g.value("correctness_rtol", json()).is_number();
-      if ((rules.atol || rules.rtol) && !bounded)
-        out.push_back(fmt::format("test case {}: the judge held no elementwise bound, the board asks for atol {} and "
-                                  "rtol {} (scienceslack.json guardrails)",
-                                  id, rules.atol.value_or(0), rules.rtol.value_or(0)));
-      else if (g.value("bound_ratio_max", json()).is_number() && g["bound_ratio_max"].get<double>() > 1.0)
-        out.push_back(fmt::format("test case {}: an element is {:.3g}x outside atol {} + rtol {} x |reference| "
-                                  "(scienceslack.json guardrails)",
-                                  id, g["bound_ratio_max"].get<double>(), g.value("correctness_atol", json(0)).dump(),
-                                  g.value("correctness_rtol", json(0)).dump()));
-      continue;
-    }
-    if (rules.atol && c["error_abs_max"].is_number() && c["error_abs_max"].get<double>() > *rules.atol)
-      out.push_back(fmt::format("test case {}: largest absolute error {:.4g} is over the board's atol {:.4g} "
-                                "(scienceslack.json guardrails)",
-                                id, c["error_abs_max"].get<double>(), *rules.atol));
-    if (rules.rtol && c["error_rel"].is_number() && c["error_rel"].get<double>() > *rules.rtol)
-      out.push_back(fmt::format("test case {}: error {:.4g} by the task's comparator is over the board's rtol {:.4g} "
-                                "(scienceslack.json guardrails)",
-                                id, c["error_rel"].get<double>(), *rules.rtol));
-  }
-  return out;
-}
-
-}  // namespace
-
 Check board_check(const CheckFacts& f) {
   const std::optional<board::Rules>& rules = f.ctx.rules;
   const bool is_baseline = f.sub.kind == "baseline";
   const std::string& kernel_id = f.sub.kernel_id;
   Check c;
-  c.measured = board::measured_cases(f.document, board::primaries_from_metas(f.metas));
-  if (rules) c.breaks = guardrail_breaks(c.measured, f.document, *rules);
-  const bool judged_ok = f.document.is_object() && c.measured["correct"].get<bool>() &&
-                         (is_baseline || f.decided.outcome == verdict::Outcome::accepted);
-  if (rules && f.timed_runs < rules->timed_runs)
+  // What the run measured, the guardrails it broke and whether its check counts: decided once,
+  // by board::decide_run (the worker's decision and `kzoo grade --against`'s).
+  c.measured = f.document.is_object() ? f.decided.measured
+                                      : board::measured_cases(f.document, board::primaries_from_metas(f.metas));
+  c.breaks = f.decided.breaks;
+  c.notes = f.decided.board_notes;
+  if (!f.document.is_object() && rules && f.timed_runs < rules->timed_runs)
     c.notes.push_back(fmt::format("timed {} runs, the board's rules ask for {} (the worker's --iterations): "
                                   "this check does not count on the board",
                                   f.timed_runs, rules->timed_runs));
-  c.passed = judged_ok && c.breaks.empty() && c.notes.empty();
+  c.passed = f.document.is_object() && f.decided.check_passed;
   c.record = json{{"kind", f.sub.kind}, {"kernel_id", kernel_id}, {"route", f.sub.route}, {"job", f.job_id},
                   {"submission", f.sub.id}, {"rules_commit", rules ? json(rules->commit) : json()},
                   {"version", rules ? json(rules->version) : json()},

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kzoo/board/decision.hpp"
 #include "kzoo/jobs/transport.hpp"
 #include "kzoo/store/state_db.hpp"
 #include "kzoo/verdict/verdict.hpp"
@@ -22,7 +23,7 @@ struct CheckFacts {
   const BoardContext& ctx;
   const nlohmann::json& document;  // the verified benchmark output; null when there is none
   const nlohmann::json& metas;     // KERNEL_ZOO_TEST_CASE_METAS of the trusted harness
-  const verdict::Verdict& decided;  // the verdict of the run
+  const board::RunDecision& decided;  // board::decide_run of the document: measured cases, breaks, notes
   const nlohmann::json& run;       // run.json of the evidence
   int timed_runs = 0;              // what the judge was told to time
   double cost_s = 0;               // wall time of the sandboxed run

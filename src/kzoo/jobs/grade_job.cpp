@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "kzoo/board/decision.hpp"
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/format/yaml_json.hpp"
 #include "kzoo/jobs/bench_result.hpp"
@@ -152,7 +153,8 @@ struct AtHead {
 // One sandboxed run and what it shows.
 struct Measurement {
   runner::GradeOutcome graded;
-  verdict::Verdict verdict;
+  board::RunDecision decision;  // board::decide_run of the document (empty when there is none)
+  verdict::Verdict verdict;     // decision.verdict
   Check check;
   json run;
   std::string evidence;  // the refs/jobs commit
@@ -282,22 +284,12 @@ class Grading {
     g.runner_id = o_.worker_id;
     g.memory_bytes = o_.memory_bytes;
     g.sandboxed = o_.sandboxed;
-    g.judge_options = o_.judge_options.is_object() ? o_.judge_options : json::object();
-    timed_runs = o_.iterations.value_or(100);
-    if (const auto& rules = ctx_.rules) {
-      if (!o_.iterations) {
-        g.iterations = rules->timed_runs;
-        g.judge_options["iterations"] = rules->timed_runs;
-      }
-      timed_runs = o_.iterations.value_or(rules->timed_runs);
-      g.judge_options["warmup"] = rules->warmup;
-      g.judge_options["trials"] = rules->inputs;
-      // The board's elementwise guardrail, held by the judge on every compared element
-      // (docs/JUDGE.md, "Guardrails"), and the rules it ran under (its provenance).
-      if (rules->atol) g.judge_options["atol"] = *rules->atol;
-      if (rules->rtol) g.judge_options["rtol"] = *rules->rtol;
-      g.judge_options["rules_commit"] = rules->commit;
-    }
+    // The board's guardrails are the judge's parameters (board/decision.hpp, shared with `kzoo grade`).
+    const board::Rules* rules = ctx_.rules ? &*ctx_.rules : nullptr;
+    timed_runs = board::timed_runs_for(rules, o_.iterations);
+    g.judge_options = board::judge_options_for(o_.judge_options.is_object() ? o_.judge_options : json::object(), rules,
+                                               o_.iterations);
+    if (rules && !o_.iterations) g.iterations = rules->timed_runs;
     return g;
   }
 
@@ -329,14 +321,19 @@ class Grading {
     if (m.graded.document.is_object() && !m.graded.document.contains("device_class"))
       m.graded.document["device_class"] = o_.device_class;
     const double cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (m.graded.document.is_object()) m.verdict = verdict::decide(m.graded.document, h.has_incumbent, o_.policy);
+    // The decision is board::decide_run's, the one `kzoo grade --against` makes on the same document.
+    if (m.graded.document.is_object())
+      m.decision = board::decide_run({m.graded.document, h.metas, h.has_incumbent, ctx_.rules ? &*ctx_.rules : nullptr,
+                                      timed_runs, sub_.kind == "baseline"},
+                                     o_.policy);
+    m.verdict = m.decision.verdict;
     m.run = json{{"status", runner::to_string(m.graded.status)}, {"reason", m.graded.reason},
                  {"warnings", m.graded.warnings}, {"violations", to_json(m.graded.violations)},
                  {"worker", o_.worker_id}, {"job", job_.id}, {"base_commit", h.base},
                  {"had_incumbent", h.has_incumbent}, {"device", o_.device}, {"device_class", o_.device_class},
                  {"gpu_name", o_.gpu_name.empty() ? json() : json(o_.gpu_name)}, {"route", sub_.route},
                  {"kind", sub_.kind}};
-    m.check = board_check({sub_, job_.id, ctx_, m.graded.document, h.metas, m.verdict, m.run, timed_runs, cost_s});
+    m.check = board_check({sub_, job_.id, ctx_, m.graded.document, h.metas, m.decision, m.run, timed_runs, cost_s});
     auto evidence = record(m);
     if (!evidence) return failed("cannot record evidence: " + evidence.error().message);
     m.evidence = *evidence;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "kzoo/board/agents_md.hpp"
 #include "kzoo/board/rules.hpp"
 #include "kzoo/store/kernel_repo.hpp"
 #include "kzoo/store/open_state.hpp"
@@ -53,6 +54,7 @@ Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catal
     if (device_class.empty() || device_class == "auto") device_class = fs::exists("/dev/nvidiactl", ec) ? "h200" : "cpu";
     if (auto r = board::init_rules(*repo, device_class); !r) return fail("writing the board's rules: " + r.error().message);
   }
+  if (auto r = board::ensure_agents_md(*repo); !r) return fail("writing AGENTS.md: " + r.error().message);
   auto db = store::open_state(p.state_url());
   if (!db) return fail("creating the state " + p.state_url() + ": " + db.error().message);
   fs::create_directory(p.uploads(), ec);

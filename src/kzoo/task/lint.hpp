@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kzoo/task/task.hpp"
+#include "kzoo/task/tolerance.hpp"
 #include "kzoo/task/work_expr.hpp"
 #include "kzoo/util/result.hpp"
 #include "kzoo/util/violation.hpp"
@@ -42,8 +43,7 @@ struct LintOptions {
   DeviceClass device;
   double min_roofline_us = 250;  // graded shapes must reach this
   double roofline_match = 0.05;  // a stated roofline_us may be off by this fraction
-  double floor_margin = 2;       // tolerance > measured_floor_E * floor_margin
-  double drop_ratio = 10;        // tolerance < measured_drop_D / drop_ratio
+  ToleranceRule tolerance;       // where the tolerance must sit, given E and D (tolerance.hpp)
 };
 
 // The dtype of the inputs holding the most elements at `dims` (the binding

@@ -269,6 +269,18 @@ TEST(TaskLint, ToleranceMustSitFarBelowTheDrop) {
   EXPECT_EQ(vs[0].pointer, "/grading/tolerance/value");
 }
 
+TEST(TaskLint, AT4TaskMustBeReviewedByHand) {
+  auto vs = expect_only("task.reviewed-by-hand", [](json& d) { d["difficulty"] = {{"tier", "T4"}}; });
+  EXPECT_EQ(vs[0].pointer, "/difficulty/reviewed_by_hand");
+  expect_only("task.reviewed-by-hand",
+              [](json& d) { d["difficulty"] = {{"tier", "T4"}, {"reviewed_by_hand", false}}; });
+  json doc = valid_task();
+  doc["difficulty"] = {{"tier", "T4"}, {"reviewed_by_hand", true}};
+  EXPECT_TRUE(lint_json(doc).empty());
+  doc["difficulty"] = {{"tier", "T3"}};  // only T4 claims the hardware limit
+  EXPECT_TRUE(lint_json(doc).empty());
+}
+
 TEST(TaskLint, RowwiseNeedsARowPassFraction) {
   expect_only("task.row-pass", [](json& d) { d["grading"]["tolerance"]["comparator"] = "rowwise"; });
   expect_only("task.row-pass", [](json& d) {

@@ -14,6 +14,9 @@
 #include <unistd.h>
 
 #include "kzoo/access/token.hpp"
+#include "kzoo/board/decision.hpp"
+#include "kzoo/board/rules.hpp"
+#include "kzoo/package/inspect.hpp"
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/format/yaml_json.hpp"
 #include "kzoo/package/tarball.hpp"
@@ -152,6 +155,29 @@ class WorkerTest : public ::testing::Test {
 
   std::string head() { return *repo->head(); }
 
+  // The job was completed exactly as board::decide_run decides on the job's own
+  // evidence: the function `kzoo grade --against` calls, fed the same judge
+  // document, trusted metas, rules in force and run count.
+  void expect_decided_by_decide_run(std::int64_t job, const JobReport& rep) {
+    auto ev = repo->read_job_evidence(std::to_string(job));
+    ASSERT_TRUE(ev) << ev.error().message;
+    auto doc = format::parse_json(ev->at("benchmark_output.json"), "benchmark_output.json");
+    auto check = format::parse_json(ev->at("check.json"), "check.json");
+    ASSERT_TRUE(doc && check);
+    auto rules = board::rules_in_force(*repo);
+    ASSERT_TRUE(rules && *rules) << "kzoo init tags the demo rules";
+    const json metas = package::inspect_tree(package_tree(kSlow), kKernel, "trusted").metas;
+    board::RunDecision d =
+        board::decide_run({*doc, metas, true, &**rules, (*check)["timed_runs"].get<int>(), false}, o.policy);
+    EXPECT_EQ(d.accepted, rep.outcome == store::Outcome::accepted) << d.to_json().dump(2);
+    if (!d.accepted) {
+      EXPECT_EQ(d.reasons, rep.reasons);
+    }
+    EXPECT_EQ(d.check_passed, (*check)["passed"].get<bool>());
+    EXPECT_EQ(d.measured, (*check)["measured"]);
+    EXPECT_EQ(d.verdict.to_json(), json::parse(ev->at("verdict.json")));
+  }
+
   TempDir root;
   server::DataPaths paths{""};
   std::unique_ptr<store::StateDb> state;
@@ -202,6 +228,7 @@ TEST_F(WorkerTest, AFasterCorrectSubmissionIsCommittedWithTheServersBenchResult)
   EXPECT_EQ(sub->state, store::State::accepted);
   EXPECT_EQ(sub->accepted_commit, rep.accepted_commit);
   EXPECT_EQ(sub->verdict["outcome"], "accepted");
+  expect_decided_by_decide_run(job, rep);
 }
 
 TEST_F(WorkerTest, AnIncorrectSubmissionIsRejectedAndNothingIsCommitted) {
@@ -215,16 +242,18 @@ TEST_F(WorkerTest, AnIncorrectSubmissionIsRejectedAndNothingIsCommitted) {
   EXPECT_NE(rep.reasons[0].find("incorrect"), std::string::npos) << rep.reasons[0];
   EXPECT_TRUE(repo->read_job_evidence(std::to_string(job)));
   EXPECT_EQ(state->get_submission(rep.submission_id)->state, store::State::rejected);
+  expect_decided_by_decide_run(job, rep);
 }
 
 TEST_F(WorkerTest, TheSameSourceAsTheIncumbentIsNotAnImprovement) {
   const std::string before = head();
-  submit(package_tree(kSlow));
+  auto job = submit(package_tree(kSlow));
   auto rep = run_one();
   EXPECT_EQ(rep.outcome, store::Outcome::rejected);
   EXPECT_EQ(head(), before);
   ASSERT_FALSE(rep.reasons.empty());
   EXPECT_NE(rep.reasons.back().find("not faster than the incumbent"), std::string::npos) << rep.reasons.back();
+  expect_decided_by_decide_run(job, rep);
 }
 
 TEST_F(WorkerTest, ASubmissionsOwnHarnessNeverRuns) {

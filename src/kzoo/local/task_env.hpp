@@ -1,0 +1,38 @@
+// A task's `environment` (the KBench schema: gpus, min_compute_capability,
+// offline) against the device a local run would use. Every field is honoured
+// or the run is refused with a message naming the field and the fix; none is
+// silently ignored. A CPU run of a GPU task is allowed (it is how CI and a
+// laptop check correctness) and says what it cannot show.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kzoo/util/result.hpp"
+
+namespace kzoo::local {
+
+struct DeviceFacts {
+  std::string device = "cpu";  // cpu | cuda
+  int gpus = 0;                // visible GPUs
+  std::string gpu_name;        // the first one's, as the driver reports it
+  std::optional<std::string> compute_capability;  // the lowest among them, "9.0"
+};
+
+// For cuda, asks the driver (`nvidia-smi --query-gpu=name,compute_cap
+// --format=csv,noheader`; the program is $KZOO_NVIDIA_SMI when set, as for
+// the worker). Fails naming the program when it reports no GPU.
+Result<DeviceFacts> probe_device(const std::string& device);
+
+struct EnvironmentCheck {
+  std::vector<std::string> refusals;  // the run must not happen
+  std::vector<std::string> notes;     // it may, and the result should say this
+};
+
+// `task` is the task document; `file` names it in messages.
+EnvironmentCheck check_task_environment(const nlohmann::json& task, const std::string& file, const DeviceFacts& device);
+
+}  // namespace kzoo::local
