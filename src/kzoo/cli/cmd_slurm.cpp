@@ -8,8 +8,11 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
+
+#include <nlohmann/json.hpp>
 
 #include "kzoo/cli/command.hpp"
 #include "kzoo/server/config.hpp"
@@ -25,8 +28,18 @@ void on_signal(int) { g_stop = true; }
 struct Args {
   std::string data, state, server, token_file, dir, catalog, judge_dir, device = "cpu", python;
   int lease = 120, iterations = 0, max_batch = 4, poll_ms = 1000, pending_timeout = 900;
-  bool step = false, no_sandbox = false;
+  bool step = false, no_sandbox = false, json = false;
 };
+
+// --json: each line the dispatcher logs becomes one JSON line on stdout,
+// {"time", "event": "log", "message"}, flushed as it happens (as kzoo worker --json).
+void emit(const std::string& event, std::string_view message) {
+  char at[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  nlohmann::json line{{"time", at}, {"event", event}, {"message", std::string(message)}};
+  std::cout << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
 
 std::string self_path() {
   std::error_code ec;
@@ -42,7 +55,8 @@ const bool registered = kzoo::cli::register_command(
       a->data = env("KZOO_DATA").value_or(kzoo::server::default_config(env).data_dir);
       sub.add_option("--data", a->data, "data directory (kernel_data.git and the state); default $KZOO_DATA");
       sub.add_option("--state", a->state, "the state: sqlite:PATH or postgresql://... (default $KZOO_STATE, else DATA/kzoo.json's)");
-      sub.add_option("--server", a->server, "the server the batch jobs' workers reach (runner API)")->required();
+      if (const char* s = std::getenv("KZOO_SERVER")) a->server = s;
+      sub.add_option("--server", a->server, "the server the batch jobs' workers reach (runner API; default $KZOO_SERVER)");
       sub.add_option("--token-file", a->token_file, "file holding the runner token the batch jobs use")->required();
       sub.add_option("--dir", a->dir, "where batch scripts, logs and batch.jsonl go (default DATA/slurm); compute nodes read it");
       sub.add_option("--catalog", a->catalog, "the workers' catalog directory (holding tasks/)");
@@ -57,11 +71,14 @@ const bool registered = kzoo::cli::register_command(
           ->check(CLI::Range(10, 86400 * 7));
       sub.add_flag("--no-sandbox", a->no_sandbox, "the workers run without bubblewrap (tests and trusted code only)");
       sub.add_flag("--step", a->step, "one pass, then exit");
+      sub.add_flag("--json", a->json, "print every event as one JSON line on stdout");
       return [a] {
-        auto fail = [](const std::string& m) {
+        auto fail = [a](const std::string& m) {
+          if (a->json) emit("error", m);
           std::cerr << "kzoo slurm: " << m << "\n";
           return kzoo::cli::kExitError;
         };
+        if (a->server.empty()) return fail("no server: pass --server URL or set KZOO_SERVER (the runner API the batch jobs reach)");
         if (!kzoo::server::is_data_dir(a->data)) return fail(a->data + " is not a kzoo data directory: pass --data");
         auto url = kzoo::server::resolve_state_url(a->data, a->state, kzoo::server::process_env());
         if (!url) return fail(url.error().message);
@@ -82,7 +99,10 @@ const bool registered = kzoo::cli::register_command(
         o.max_batch = a->max_batch;
         o.poll = std::chrono::milliseconds(a->poll_ms);
         o.pending_timeout_s = a->pending_timeout;
-        o.log = [](std::string_view line) { std::cerr << "kzoo slurm: " << line << "\n"; };
+        o.log = [json = a->json](std::string_view line) {
+          if (json) emit("log", line);
+          else std::cerr << "kzoo slurm: " << line << "\n";
+        };
         auto d = kzoo::slurm::Dispatcher::open(std::move(o), **db, std::move(*repo));
         if (!d) return fail(d.error().message);
         if (a->step) {
@@ -91,10 +111,13 @@ const bool registered = kzoo::cli::register_command(
         }
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);
-        std::cerr << "kzoo slurm: dispatching the jobs of " << a->data << " to Slurm (" << d->outstanding().size()
-                  << " batch jobs still out)\n";
+        const std::string started = "dispatching the jobs of " + a->data + " to Slurm (" +
+                                    std::to_string(d->outstanding().size()) + " batch jobs still out)";
+        if (a->json) emit("started", started);
+        else std::cerr << "kzoo slurm: " << started << "\n";
         d->run(g_stop);
-        std::cerr << "kzoo slurm: stopped; batch jobs already submitted run on\n";
+        if (a->json) emit("stopped", "batch jobs already submitted run on");
+        else std::cerr << "kzoo slurm: stopped; batch jobs already submitted run on\n";
         return kzoo::cli::kExitOk;
       };
     });

@@ -47,6 +47,8 @@ Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catal
   p.state = cfg.state;
   auto repo = store::KernelRepo::init_from_catalog(catalog, p.repo());
   if (!repo) return fail("initialising " + p.repo() + ": " + repo.error().message);
+  // AGENTS.md first, so that the rules' commit, tagged `checks`, is main's head.
+  if (auto r = board::ensure_agents_md(*repo); !r) return fail("writing AGENTS.md: " + r.error().message);
   // The board's rules (board/rules.hpp), tagged `checks`, unless the catalog
   // brings its own scienceslack.json (then a maintainer tags it).
   if (!fs::exists(fs::path(catalog) / board::kRulesFile, ec)) {
@@ -54,7 +56,6 @@ Result<DataPaths> init_data_dir(const std::string& dir, const std::string& catal
     if (device_class.empty() || device_class == "auto") device_class = fs::exists("/dev/nvidiactl", ec) ? "h200" : "cpu";
     if (auto r = board::init_rules(*repo, device_class); !r) return fail("writing the board's rules: " + r.error().message);
   }
-  if (auto r = board::ensure_agents_md(*repo); !r) return fail("writing AGENTS.md: " + r.error().message);
   auto db = store::open_state(p.state_url());
   if (!db) return fail("creating the state " + p.state_url() + ": " + db.error().message);
   fs::create_directory(p.uploads(), ec);
