@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "kzoo/board/decision.hpp"
+#include "kzoo/board/partition.hpp"
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/format/yaml_json.hpp"
 #include "kzoo/jobs/bench_result.hpp"
@@ -273,16 +274,18 @@ class Grading {
   // The judge's parameters: the worker's, with the board's guardrails over them.
   // An operator's --iterations still wins (tests time fewer runs), but a check
   // that timed fewer runs than the rules ask does not count on the board.
-  runner::GradeOptions grade_options(int& timed_runs) const {
+  runner::GradeOptions grade_options(int& timed_runs, const board::CheckLimits& limits) const {
     runner::GradeOptions g;
     g.device = o_.device;
     g.catalog_dir = o_.catalog_dir;
     g.judge_dir = o_.judge_dir;
     g.python = o_.python;
-    g.timeout = o_.timeout;
+    // The partition's time, memory and CPUs, as a Slurm allocation of it would give (board/partition.hpp).
+    g.timeout = limits.timeout;
     g.iterations = o_.iterations;
     g.runner_id = o_.worker_id;
-    g.memory_bytes = o_.memory_bytes;
+    g.memory_bytes = limits.memory_bytes;
+    g.cpus = limits.cpus;
     g.sandboxed = o_.sandboxed;
     // The board's guardrails are the judge's parameters (board/decision.hpp, shared with `kzoo grade`).
     const board::Rules* rules = ctx_.rules ? &*ctx_.rules : nullptr;
@@ -301,8 +304,16 @@ class Grading {
     fs::permissions((*dir)->path, fs::perms(0755));  // the sandbox uid must reach W
     auto w = runner::lay_out_workdir((*dir)->path + "/w", h.trusted, cand.tree, h.task_text);
     if (!w) return failed(w.error().message);
+    // A check runs under the limits of the partition the rules name for checks.
+    std::optional<board::Partition> partition;
+    if (ctx_.rules) {
+      auto p = board::checks_partition(ctx_.rules->doc.value("benchmark", json::object()));
+      if (!p) return failed("the board's rules at " + ctx_.rules->commit.substr(0, 12) + ": " + p.error().message);
+      partition = *p;
+    }
+    const board::CheckLimits limits = board::check_limits(partition, o_.timeout, o_.memory_bytes);
     int timed_runs = 0;
-    runner::GradeOptions g = grade_options(timed_runs);
+    runner::GradeOptions g = grade_options(timed_runs, limits);
     if (h.has_incumbent) {
       const std::string inc_dir = w->root + "/.kzoo/incumbent";
       if (auto r = package::write_tree(h.incumbent, inc_dir); !r)
@@ -332,7 +343,8 @@ class Grading {
                  {"worker", o_.worker_id}, {"job", job_.id}, {"base_commit", h.base},
                  {"had_incumbent", h.has_incumbent}, {"device", o_.device}, {"device_class", o_.device_class},
                  {"gpu_name", o_.gpu_name.empty() ? json() : json(o_.gpu_name)}, {"route", sub_.route},
-                 {"kind", sub_.kind}};
+                 {"kind", sub_.kind}, {"partition", partition ? json(partition->name) : json()},
+                 {"limits", limits.to_json()}};
     m.check = board_check({sub_, job_.id, ctx_, m.graded.document, h.metas, m.decision, m.run, timed_runs, cost_s});
     auto evidence = record(m);
     if (!evidence) return failed("cannot record evidence: " + evidence.error().message);

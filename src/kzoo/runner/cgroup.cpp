@@ -82,6 +82,22 @@ std::optional<std::uint64_t> read_keyed(const std::string& path, const std::stri
   return std::nullopt;
 }
 
+// The CFS quota of `cpus` CPUs over a 100 ms period, in microseconds.
+constexpr long long kCpuPeriodUs = 100000;
+long long cpu_quota_us(int cpus) { return static_cast<long long>(cpus) * kCpuPeriodUs; }
+
+// Whether the space-separated list `text` holds `word` ("cpu" is not "cpuset").
+bool has_word(const std::string& text, const std::string& word) {
+  std::istringstream words(text);
+  std::string w;
+  while (words >> w)
+    if (w == word) return true;
+  return false;
+}
+
+// cpu.max: "<quota> <period>".
+std::string fmt_cpu_max(int cpus) { return std::to_string(cpu_quota_us(cpus)) + " " + std::to_string(kCpuPeriodUs); }
+
 std::string unique_suffix() {
   static std::atomic<unsigned> counter{0};
   return std::to_string(::getpid()) + "-" + std::to_string(counter++);
@@ -149,6 +165,21 @@ Result<Cgroup> Cgroup::create(const CgroupLimits& limits, const std::string& roo
     if (limits.max_pids > 0)
       if (auto r = write_text(pids + "/pids.max", std::to_string(limits.max_pids)); !r)
         return tl::unexpected(r.error());
+    if (limits.cpus > 0) {
+      std::string base = root + "/cpu" + own_v1_group("cpu");
+      if (!exists(base + "/cpu.cfs_quota_us") || !writable(base)) {
+        cg.cpu_note_ = "no writable cgroup-v1 cpu hierarchy at " + base;
+        return cg;
+      }
+      std::string dir = base + (base.back() == '/' ? "" : "/") + "kzoo-" + suffix;
+      if (::mkdir(dir.c_str(), 0755) != 0) return fail("cannot create cgroup " + dir + ": " + std::strerror(errno));
+      cg.dirs_.push_back(dir);
+      if (auto r = write_text(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)); !r)
+        return tl::unexpected(r.error());
+      if (auto r = write_text(dir + "/cpu.cfs_quota_us", std::to_string(cpu_quota_us(limits.cpus))); !r)
+        return tl::unexpected(r.error());
+      cg.cpu_capped_ = true;
+    }
     return cg;
   }
 
@@ -172,10 +203,31 @@ Result<Cgroup> Cgroup::create(const CgroupLimits& limits, const std::string& roo
   if (limits.max_pids > 0)
     if (auto r = write_text(dir + "/pids.max", std::to_string(limits.max_pids)); !r)
       return tl::unexpected(r.error());
+  if (limits.cpus > 0) {
+    // The cpu controller is optional: enabled for kzoo's groups only when asked for and offered.
+    bool offered = has_word(read_text(root + "/cgroup.controllers").value_or(""), "cpu");
+    for (const std::string& parent : {root, root + "/kzoo"}) {
+      if (!offered) break;
+      const bool on = has_word(read_text(parent + "/cgroup.subtree_control").value_or(""), "cpu");
+      if (!on && !write_text(parent + "/cgroup.subtree_control", "+cpu")) {
+        offered = false;
+        cg.cpu_note_ = "the cpu controller could not be enabled in " + parent + "/cgroup.subtree_control";
+      }
+    }
+    if (!offered && cg.cpu_note_.empty()) cg.cpu_note_ = "no cpu controller in " + root + "/cgroup.controllers";
+    if (offered) {
+      if (auto r = write_text(dir + "/cpu.max", fmt_cpu_max(limits.cpus)); !r) return tl::unexpected(r.error());
+      cg.cpu_capped_ = true;
+    }
+  }
   return cg;
 }
 
-Cgroup::Cgroup(Cgroup&& other) noexcept : version_(other.version_), dirs_(std::move(other.dirs_)) {
+Cgroup::Cgroup(Cgroup&& other) noexcept
+    : version_(other.version_),
+      dirs_(std::move(other.dirs_)),
+      cpu_capped_(other.cpu_capped_),
+      cpu_note_(std::move(other.cpu_note_)) {
   other.dirs_.clear();
   other.version_ = CgroupVersion::none;
 }
@@ -185,6 +237,8 @@ Cgroup& Cgroup::operator=(Cgroup&& other) noexcept {
     (void)remove();
     version_ = other.version_;
     dirs_ = std::move(other.dirs_);
+    cpu_capped_ = other.cpu_capped_;
+    cpu_note_ = std::move(other.cpu_note_);
     other.dirs_.clear();
     other.version_ = CgroupVersion::none;
   }

@@ -1,4 +1,4 @@
-// One control group per sandboxed run: the memory and process-count limits,
+// One control group per sandboxed run: the memory, process-count and CPU limits,
 // the "kill everything that is left" switch and the OOM / peak-memory
 // readings. Both kernel interfaces are supported because our machines differ
 // (LIBNOTES): cgroup v1 (separate `memory` and `pids` hierarchies, as on the
@@ -6,8 +6,9 @@
 // memory.max, pids.max and cgroup.kill, as on the GPU machine).
 //
 // Where the group lives:
-//   v1: <mount>/<memory|pids>/<this process's own group>/kzoo-<pid>-<n>, i.e.
-//       nested below our own group, so limits set on us still apply.
+//   v1: <mount>/<memory|pids|cpu>/<this process's own group>/kzoo-<pid>-<n>, i.e.
+//       nested below our own group, so limits set on us still apply (cpu only
+//       when a CPU cap is asked for and that hierarchy is writable).
 //   v2: <mount>/kzoo/run-<pid>-<n>; the "no internal processes" rule forbids
 //       nesting below the group we ourselves sit in, so a parent "kzoo" group
 //       with the memory and pids controllers enabled is made at the root.
@@ -38,6 +39,7 @@ const char* to_string(CgroupVersion v);
 struct CgroupLimits {
   std::uint64_t memory_bytes = 0;  // 0: no memory limit
   std::uint64_t max_pids = 0;      // 0: no process-count limit
+  int cpus = 0;                    // CPU time of at most this many CPUs (CFS quota); 0: no cap
 };
 
 struct CgroupUsage {
@@ -64,6 +66,11 @@ class Cgroup {
   ~Cgroup();
 
   CgroupVersion version() const { return version_; }
+  // Whether limits.cpus was applied: the cpu controller is optional (a
+  // kernel or a delegation may lack it); the caller warns when it was not.
+  bool cpu_capped() const { return cpu_capped_; }
+  // Why it was not, when asked for: names the file or the controller missing.
+  const std::string& cpu_note() const { return cpu_note_; }
   // One directory per hierarchy (v1: memory and pids; v2: one).
   const std::vector<std::string>& dirs() const { return dirs_; }
 
@@ -87,6 +94,8 @@ class Cgroup {
   Cgroup() = default;
   CgroupVersion version_ = CgroupVersion::none;
   std::vector<std::string> dirs_;
+  bool cpu_capped_ = false;
+  std::string cpu_note_;
 };
 
 }  // namespace kzoo::runner

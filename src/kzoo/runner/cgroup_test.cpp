@@ -45,6 +45,28 @@ TEST_F(CgroupTest, IsCreatedWithItsLimitsWritten) {
   EXPECT_FALSE(cg->usage().oom);
 }
 
+TEST_F(CgroupTest, ACpuCapIsACfsQuotaOfThatManyCpusOrSaysWhyNot) {
+  auto cg = Cgroup::create({64ull << 20, 17, 3});
+  ASSERT_TRUE(cg.has_value()) << cg.error().message;
+  if (!cg->cpu_capped()) {
+    EXPECT_FALSE(cg->cpu_note().empty()) << "an uncapped run must say why";
+    GTEST_SKIP() << "no cpu controller here: " << cg->cpu_note();
+  }
+  if (cg->version() == CgroupVersion::v1) {
+    ASSERT_EQ(cg->dirs().size(), 3u);  // memory, pids, cpu
+    EXPECT_EQ(slurp(cg->dirs()[2] + "/cpu.cfs_period_us"), "100000\n");
+    EXPECT_EQ(slurp(cg->dirs()[2] + "/cpu.cfs_quota_us"), "300000\n");
+  } else {
+    EXPECT_EQ(slurp(cg->dirs()[0] + "/cpu.max"), "300000 100000\n");
+  }
+  // Without a cap asked for, none is set and nothing is noted.
+  auto plain = Cgroup::create({64ull << 20, 17});
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_FALSE(plain->cpu_capped());
+  EXPECT_TRUE(plain->cpu_note().empty());
+  if (plain->version() == CgroupVersion::v1) EXPECT_EQ(plain->dirs().size(), 2u);
+}
+
 TEST_F(CgroupTest, KillsEveryMemberAndRemovesItselfWhenDestroyed) {
   std::vector<std::string> dirs;
   int go[2];

@@ -378,6 +378,7 @@ GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, cons
   }
   spec.memory_bytes = o.memory_bytes ? o.memory_bytes : default_memory();
   spec.max_pids = o.max_pids;
+  spec.cpus = o.cpus;
 
   SandboxOptions sopts;
   sopts.sandboxed = o.sandboxed;

@@ -42,6 +42,7 @@ struct GradeOptions {
   std::string runner_id;                 // default: host name
   std::uint64_t memory_bytes = 0;        // 0: 3/4 of RAM, at most 32 GiB
   std::uint64_t max_pids = 4096;         // threads count too
+  int cpus = 0;                          // CPU time of at most this many CPUs (the board's partition); 0: no cap
   bool sandboxed = true;
   bool keep_workdir = false;
   std::string bwrap = default_bwrap_path();

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -204,10 +206,12 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
   std::optional<Cgroup> cgroup;
   rlim_t nproc = RLIM_INFINITY, as = RLIM_INFINITY;
   if (detect_cgroup_version(options.cgroup_root) != CgroupVersion::none) {
-    auto cg = Cgroup::create({spec.memory_bytes, spec.max_pids}, options.cgroup_root);
+    auto cg = Cgroup::create({spec.memory_bytes, spec.max_pids, spec.cpus}, options.cgroup_root);
     if (!cg) return fail("sandbox: " + cg.error().message);
     cgroup.emplace(std::move(*cg));
     result.limits = to_string(cgroup->version());
+    if (spec.cpus > 0 && !cgroup->cpu_capped())
+      result.warnings.push_back(fmt::format("CPU time NOT capped at {} CPUs: {}", spec.cpus, cgroup->cpu_note()));
   } else {
     result.limits = "rlimit";
     std::string w = "no usable cgroup (run as root for cgroup limits): ";
@@ -221,6 +225,7 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
     } else if (spec.memory_bytes > 0) {
       w += "memory NOT limited (RLIMIT_AS breaks CUDA initialisation); ";
     }
+    if (spec.cpus > 0) w += fmt::format("CPU time NOT capped at {} CPUs; ", spec.cpus);
     w += "processes that leave the process group survive until the sandbox's namespace ends";
     result.warnings.push_back(w);
   }

@@ -74,7 +74,7 @@ Result<Partition> Dispatcher::partition() {
   auto rules = board::rules_in_force(repo_);
   if (!rules) return fail("the board's rules cannot be read: " + rules.error().message);
   if (!*rules) return Partition{};
-  auto p = checks_partition((*rules)->doc.value("benchmark", json::object()));
+  auto p = board::checks_partition((*rules)->doc.value("benchmark", json::object()));
   if (!p) return tl::unexpected(p.error());
   return p->value_or(Partition{});
 }
