@@ -371,5 +371,27 @@ check "kzoo board --version 1 shows the kept board" $?
 run_to "kzoo board --version 9 is an error" 2 "$KZOO" board --version 9
 curl -sS -o /dev/null -w '%{http_code}' "$KZOO_SERVER/api/boards/9" | grep -q 404; check "GET /api/boards/9 is 404" $?
 
+# ---------------------------------------------------------------- 8. issues
+run_to "bob's agent opens an issue" 0 env KZOO_TOKEN="$BOB_TOKEN" "$KZOO" issue new "rmsnorm's eager is slower than F.rms_norm" --body "seen on shape 2"
+issue=$(cat "$T/out")
+check "kzoo issue new prints the id" "$([ "$issue" -ge 1 ] 2>/dev/null; echo $?)"
+run_to "an issue needs a token" 1 env -u KZOO_TOKEN "$KZOO" issue new "anonymous"
+run_to "a title with an escape sequence is refused" 1 env KZOO_TOKEN="$ALICE_TOKEN" "$KZOO" issue new "$(printf 'x\033[2J')"
+grep -q "U+001B" "$T/err"; check "... naming the control character" $?
+run_to "alice comments" 0 env KZOO_TOKEN="$ALICE_TOKEN" "$KZOO" issue comment "$issue" "which torch?"
+run_to "alice cannot close bob's issue" 1 env KZOO_TOKEN="$ALICE_TOKEN" "$KZOO" issue close "$issue"
+grep -q "opened by bob" "$T/err"; check "... and is told whose it is" $?
+run_to "bob's agent closes his issue" 0 env KZOO_TOKEN="$BOB_TOKEN" "$KZOO" issue close "$issue" --why "fixed by the catalog"
+run_to "kzoo issue show --json" 0 "$KZOO" issue show "$issue" --json
+"$PY" - "$T/out" <<'EOF' && ok "the issue reads back: closed by bob, alice's comment in its thread" || fail "kzoo issue show: $(cat "$T/out")"
+import json, sys
+i = json.load(open(sys.argv[1]))
+assert i["state"] == "closed" and i["closed_by"] == "bob" and i["close_reason"] == "fixed by the catalog", i
+assert [c["who"] for c in i["thread"]] == ["alice"] and i["author"] == "bob", i
+EOF
+run_to "kzoo issue list --state all" 0 "$KZOO" issue list --state all
+grep -q "rmsnorm's eager" "$T/out"; check "... lists it" $?
+curl -sS "$KZOO_SERVER/issues/$issue" | grep -q "which torch?"; check "GET /issues/$issue shows the thread" $?
+
 echo "$CHECKS checks, $FAILS failed"
 [ "$FAILS" = 0 ]

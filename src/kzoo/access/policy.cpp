@@ -21,6 +21,8 @@ std::string_view to_string(Action a) {
     case Action::push_route: return "push to a route";
     case Action::open_pull_request: return "open a pull request";
     case Action::comment: return "comment";
+    case Action::open_issue: return "open an issue";
+    case Action::close_issue: return "close an issue";
     case Action::merge_into_route: return "merge into a route";
     case Action::push_main: return "push to main";
     case Action::move_checks_tag: return "move the checks tag";
@@ -65,7 +67,13 @@ Decision authorize(const std::optional<Principal>& who, Action action, const Con
     case Action::submit: return allow(p.role == Role::outsider);
     case Action::start_route:
     case Action::open_pull_request:
-    case Action::comment: return allow();
+    case Action::comment:
+    case Action::open_issue: return allow();
+    case Action::close_issue:
+      if (maintainer || (ctx.issue_author && *ctx.issue_author == p.user)) return allow();
+      return forbid(fmt::format("the issue was opened by {}: only its author (with their agents) or a maintainer "
+                                "closes it; {} may comment on it instead",
+                                ctx.issue_author ? *ctx.issue_author : "someone else", describe(p)));
     case Action::push_route:
     case Action::merge_into_route:
       if (maintainer || (ctx.route_owner && *ctx.route_owner == p.user)) return allow(p.role == Role::outsider);

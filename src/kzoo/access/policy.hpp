@@ -47,7 +47,9 @@ enum class Action {
   start_route,        // create routes/<name> (owned by the principal's user)
   push_route,         // submit to / push a route directly
   open_pull_request,  // a submission or route merge aimed at a route not owned, or at main
-  comment,            // comment on or review a pull request
+  comment,            // comment on or review a pull request; comment on an issue
+  open_issue,         // open an issue
+  close_issue,        // close an issue: its author's (their agents too) or any, for a maintainer
   merge_into_route,   // merge a pull request into a route
   push_main,          // push or merge into main
   move_checks_tag,    // approve the rules (scienceslack.json and what its checks read)
@@ -64,6 +66,7 @@ std::string_view to_string(Action a);
 struct Context {
   bool reads_need_token = false;        // the server's require_token_for_reads
   std::optional<std::string> route_owner;  // for push_route and merge_into_route
+  std::optional<std::string> issue_author;  // for close_issue
 };
 
 struct Decision {

@@ -43,6 +43,8 @@ TEST(Policy, EveryActionForEveryPrincipal) {
       {Action::start_route, "1AAAAA3"},
       {Action::open_pull_request, "1AAAAA3"},
       {Action::comment, "1AAAAA3"},
+      {Action::open_issue, "1AAAAA3"},
+      {Action::close_issue, "1AA3333"},  // with no author known, maintainers only
       {Action::push_main, "1AA3333"},
       {Action::measure_baselines, "1AA3333"},
       {Action::read_held, "1AA3333"},
@@ -78,6 +80,24 @@ TEST(Policy, RoutesBelongToTheirOwnerWithTheirAgentsAndToMaintainers) {
   EXPECT_EQ(code(authorize(who(3), Action::push_route, ola_route)), '3');
   auto refused = authorize(who(5), Action::push_route, ann_route);
   EXPECT_NE(refused.reason.find("pull request"), std::string::npos) << refused.reason;
+}
+
+TEST(Policy, AnIssueIsClosedByItsAuthorWithTheirAgentsOrByAMaintainer) {
+  Context anns{};
+  anns.issue_author = "ann";
+  EXPECT_EQ(code(authorize(who(3), Action::close_issue, anns)), 'A');
+  EXPECT_EQ(code(authorize(who(4), Action::close_issue, anns)), 'A');  // her agent
+  EXPECT_EQ(code(authorize(who(1), Action::close_issue, anns)), 'A');  // a maintainer, any issue
+  EXPECT_EQ(code(authorize(who(2), Action::close_issue, anns)), 'A');
+  EXPECT_EQ(code(authorize(who(6), Action::close_issue, anns)), '3');  // a runner token writes nothing
+  EXPECT_EQ(code(authorize(std::nullopt, Action::close_issue, anns)), '1');
+  auto other = authorize(who(5), Action::close_issue, anns);
+  EXPECT_EQ(code(other), '3');
+  EXPECT_NE(other.reason.find("opened by ann"), std::string::npos) << other.reason;
+  EXPECT_NE(other.reason.find("comment"), std::string::npos) << other.reason;
+  Context olas{};
+  olas.issue_author = "ola";
+  EXPECT_EQ(code(authorize(who(5), Action::close_issue, olas)), 'A');  // an outsider closes their own
 }
 
 TEST(Policy, ReadsNeedATokenOnlyWhenTheServerSaysSo) {

@@ -24,24 +24,7 @@ struct Opts {
   bool approve = false, request_changes = false, json_out = false;
 };
 
-// Text from the server was written by others (a pull request's summary, its
-// comments, some stored before the server refused control characters): it
-// reaches this terminal with '?' for each control character that would
-// drive it (ESC sequences, CR over the line, C1 codes), tabs and line breaks kept.
-std::string shown(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const auto next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0u;
-    if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {
-      out += '?';
-      ++i;
-    } else {
-      out += (c < 0x20 && c != '\n' && c != '\t') || c == 0x7F ? '?' : static_cast<char>(c);
-    }
-  }
-  return out;
-}
+using kzoo::cli::shown;
 
 std::string str(const json& j, const char* k) {
   return j.contains(k) && j[k].is_string() ? shown(j[k].get<std::string>()) : "";

@@ -114,6 +114,9 @@ class AccessMatrixTest : public ::testing::Test {
     }
     s += fmt::format("audit {}\n", db_->audit_log({INT64_MAX, 1000, std::nullopt})->size());
     s += fmt::format("tokens {}\n", db_->list_tokens(std::nullopt)->size());
+    auto issues = db_->list_issues({.limit = 1000});
+    for (const auto& i : *issues)
+      s += fmt::format("issue {} {} {} comments={}\n", i.id, store::to_string(i.state), i.closed_by, i.comments);
     auto repo = store::KernelRepo::open(tmp_ / "data/kernel_data.git");
     s += "main " + *repo->head() + "\n";
     for (auto& e : fs::recursive_directory_iterator(tmp_.path() / "data/kernel_data.git/refs")) s += "ref " + e.path().string() + "\n";
@@ -400,6 +403,125 @@ TEST_F(AccessMatrixTest, APullRequestIsMergedByItsRoutesOwnerTheirAgentOrAMainta
   EXPECT_EQ(send("GET", "/api/pulls/999999", "").status, 404);
 }
 
+TEST_F(AccessMatrixTest, IssuesAreOpenedByAnyoneSignedInAndClosedByTheirAuthorOrAMaintainer) {
+  // Open: people and agents, outsiders included; never a runner token.
+  std::map<Who, std::int64_t> opened;
+  matrix("POST /api/issues",
+         {{anonymous, 401}, {member, 201}, {outsider, 201}, {agent, 201}, {revoked, 401}, {expired, 401},
+          {maintainer, 201}, {runner, 403}},
+         [&](Who w, const std::string& tok) {
+           auto a = send("POST", "/api/issues", tok,
+                         {{"title", std::string("seen by ") + kWhoName[w]}, {"body", "steps\n1. run it"}});
+           if (a.status == 201) {
+             opened[w] = a.body["id"];
+             EXPECT_EQ(a.body["state"], "open");
+             EXPECT_EQ(a.body["author"], w == outsider ? "ola" : w == maintainer ? "mia" : "ann");
+           }
+           return a;
+         });
+  auto listed = send("GET", "/api/issues", "");
+  ASSERT_EQ(listed.status, 200) << listed.text;
+  ASSERT_EQ(listed.body["issues"].size(), 4u);
+  EXPECT_EQ(listed.body["issues"][0]["id"], opened[maintainer]);  // newest first
+
+  // Comment: anyone signed in, runners excepted.
+  const std::string olas = "/api/issues/" + std::to_string(opened[outsider]);
+  matrix("POST /api/issues/{id}/comments",
+         {{anonymous, 401}, {member, 201}, {outsider, 201}, {agent, 201}, {revoked, 401}, {expired, 401},
+          {maintainer, 201}, {runner, 403}},
+         [&](Who w, const std::string& tok) {
+           return send("POST", olas + "/comments", tok, {{"body", std::string("from ") + kWhoName[w]}});
+         });
+  auto shown = send("GET", olas, "");
+  ASSERT_EQ(shown.status, 200) << shown.text;
+  ASSERT_EQ(shown.body["thread"].size(), 4u);
+  EXPECT_EQ(shown.body["comments"], 4);
+
+  // Close someone else's issue: its author (her agent too) or a maintainer. ann's issue: ann first.
+  const std::string anns = "/api/issues/" + std::to_string(opened[member]);
+  matrix("POST /api/issues/{id}/close (ann's)",
+         {{anonymous, 401}, {member, 200}, {outsider, 403}, {agent, 409}, {revoked, 401}, {expired, 401},
+          {maintainer, 409}, {runner, 403}},
+         [&](Who, const std::string& tok) { return send("POST", anns + "/close", tok, {{"why", "fixed"}}); });
+  auto refused = send("POST", olas + "/close", tokens_[member]);
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_NE(refused.text.find("opened by ola"), std::string::npos) << refused.text;
+  EXPECT_EQ(send("POST", olas + "/close", tokens_[outsider], {{"why", "my mistake"}}).status, 200);
+  auto by_agent = send("POST", "/api/issues/" + std::to_string(opened[agent]) + "/close", tokens_[agent]);
+  EXPECT_EQ(by_agent.status, 200) << by_agent.text;
+  auto closed = send("GET", "/api/issues?state=closed", "");
+  ASSERT_EQ(closed.status, 200);
+  EXPECT_EQ(closed.body["issues"].size(), 3u);
+  EXPECT_EQ(send("GET", "/api/issues/999999", "").status, 404);
+  EXPECT_EQ(send("POST", "/api/issues/999999/comments", tokens_[member], {{"body", "x"}}).status, 404);
+
+  // The pages: the list and one issue, readable without JavaScript.
+  httplib::Client c(svc_->url());
+  auto page = c.Get("/issues?state=all");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("seen by non-member"), std::string::npos);
+  auto one = c.Get("/issues/" + std::to_string(opened[outsider]));
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 200);
+  EXPECT_NE(one->body.find("my mistake"), std::string::npos);
+  EXPECT_EQ(c.Get("/issues/999999")->status, 404);
+}
+
+TEST_F(AccessMatrixTest, HostileIssueTextsAreRefusedWithTheFieldAndTheRuleAndChangeNothing) {
+  const std::string before = snapshot();
+  const std::string tok = tokens_[member];
+  struct Case {
+    json body;
+    const char* field;
+    const char* says;
+  } cases[] = {
+      {json::object(), "title", "is missing"},
+      {{{"title", ""}}, "title", "1-200 bytes"},
+      {{{"title", std::string(201, 't')}}, "title", "201 bytes"},
+      {{{"title", "two\nlines"}}, "title", "one line"},
+      {{{"title", "esc \x1b[2J"}}, "title", "U+001B"},
+      {{{"title", 42}}, "title", "not a string"},
+      {{{"title", "ok"}, {"body", "cr\roverwrites"}}, "body", "U+000D"},
+      {{{"title", "ok"}, {"body", std::string(20001, 'b')}}, "body", "20001 bytes"},
+      {{{"title", "ok"}, {"body", "c1 \xc2\x9b"}}, "body", "U+009B"},
+  };
+  for (const auto& c : cases) {
+    auto a = send("POST", "/api/issues", tok, c.body);
+    EXPECT_EQ(a.status, 400) << c.body.dump(-1, ' ', false, json::error_handler_t::replace);
+    EXPECT_EQ(a.body["error"]["field"], c.field) << a.text;
+    EXPECT_NE(a.text.find(c.says), std::string::npos) << c.says << " not in " << a.text;
+  }
+  // Not UTF-8, not JSON, not an object.
+  EXPECT_EQ(send("POST", "/api/issues", tok, nullptr, "{\"title\": \"\xff\"}").status, 400);
+  EXPECT_EQ(send("POST", "/api/issues", tok, nullptr, "not json").status, 400);
+  EXPECT_EQ(send("POST", "/api/issues", tok, nullptr, "[1]").status, 400);
+  // Over the body cap: 413 before the body is read, naming the bounds.
+  auto huge = send("POST", "/api/issues", tok, nullptr, std::string(70000, ' '));
+  EXPECT_EQ(huge.status, 413) << huge.text;
+  EXPECT_NE(huge.text.find("at most 20000"), std::string::npos) << huge.text;
+  // Lists: bad states, limits and pages.
+  for (const char* q : {"state=bogus", "limit=0", "limit=1001", "limit=ten", "before=-1", "before=1x", "author="})
+    EXPECT_EQ(send("GET", std::string("/api/issues?") + q, "").status, 400) << q;
+  EXPECT_EQ(snapshot(), before);
+}
+
+TEST_F(AccessMatrixTest, IssuesArePagedNewestFirst) {
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(send("POST", "/api/issues", tokens_[maintainer], {{"title", fmt::format("issue {}", i)}}).status, 201);
+  auto p1 = send("GET", "/api/issues?limit=2", "");
+  ASSERT_EQ(p1.status, 200);
+  ASSERT_EQ(p1.body["issues"].size(), 2u);
+  EXPECT_EQ(p1.body["issues"][0]["title"], "issue 4");
+  ASSERT_TRUE(p1.body.contains("next")) << p1.text;
+  auto p2 = send("GET", p1.body["next"].get<std::string>(), "");
+  ASSERT_EQ(p2.body["issues"].size(), 2u);
+  EXPECT_EQ(p2.body["issues"][0]["title"], "issue 2");
+  auto p3 = send("GET", p2.body["next"].get<std::string>(), "");
+  ASSERT_EQ(p3.body["issues"].size(), 1u);
+  EXPECT_FALSE(p3.body.contains("next"));
+}
+
 TEST_F(AccessMatrixTest, OnlyAMaintainersOwnTokenApprovesRulesOrSetsABoardsStatus) {
   auto board = send("GET", "/api/board", "");
   ASSERT_EQ(board.status, 200) << board.text;
@@ -519,6 +641,14 @@ TEST_F(AccessMatrixTest, CommentsPerHourOverTheLimitAre429WithRetryAfter) {
   EXPECT_TRUE(third.body.contains("retry_after_header")) << third.text;
   EXPECT_EQ(snapshot(), before);
   EXPECT_EQ(send("POST", comments, tokens_[member], {{"body", "another token, its own count"}}).status, 201);
+  // Issues and their comments count against the same limit: the outsider is over it there too.
+  EXPECT_EQ(send("POST", "/api/issues", tokens_[outsider], {{"title", "a flood"}}).status, 429);
+  auto issue = send("POST", "/api/issues", tokens_[member], {{"title", "the member's second text this hour"}});
+  ASSERT_EQ(issue.status, 201) << issue.text;
+  auto over = send("POST", fmt::format("/api/issues/{}/comments", issue.body["id"].get<std::int64_t>()),
+                   tokens_[member], {{"body", "third"}});
+  EXPECT_EQ(over.status, 429) << over.text;
+  EXPECT_NE(over.text.find("texts per hour"), std::string::npos) << over.text;
 }
 
 TEST_F(AccessMatrixTest, TheEnvelopesSubmitterMustBeTheTokensOwner) {

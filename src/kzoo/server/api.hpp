@@ -140,6 +140,18 @@ struct Api {
   void post_pull_close(const httplib::Request& req, httplib::Response& res);
   void post_pull_decision(const httplib::Request& req, httplib::Response& res, bool merge);
   void post_pull_comment(const httplib::Request& req, httplib::Response& res);
+  // Issues (issues_api.cpp).
+  void get_issues(const httplib::Request& req, httplib::Response& res);
+  void get_issue(const httplib::Request& req, httplib::Response& res);
+  void post_issue(const httplib::Request& req, httplib::Response& res);
+  void post_issue_comment(const httplib::Request& req, httplib::Response& res);
+  void post_issue_close(const httplib::Request& req, httplib::Response& res);
+  void page_issues(const httplib::Request& req, httplib::Response& res);
+  void page_issue(const httplib::Request& req, httplib::Response& res);
+  // The token's hourly limit on texts it writes for others (comments, reviews,
+  // issues: limit_comments_per_hour) before one more; false when over it (429
+  // with Retry-After, `res` filled).
+  bool within_writing_limit(const Caller& c, httplib::Response& res);
   // Route merges (route_merge_api.cpp).
   void post_route_merge(const httplib::Request& req, httplib::Response& res);
   // A package from the repository kept as an upload, so that its submission
@@ -157,6 +169,8 @@ struct Api {
 void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message,
                 const std::string& field = "", const nlohmann::json& extra = nullptr);
 void send_json(httplib::Response& res, int status, const nlohmann::json& doc);
+// A page, with the pages' Content-Security-Policy (nothing but inline styles and data: images).
+void send_html(httplib::Response& res, int status, const std::string& html);
 // StateError kind -> HTTP status (not_found 404, wrong_state/not_holder 409,
 // invalid 400, busy 503, io 500).
 int http_status(const store::StateError& e);

@@ -214,15 +214,11 @@ void Api::post_board_checks(const httplib::Request& req, httplib::Response& res)
                        {"kernels", approved->kernels}});
 }
 
-namespace {
-
 void send_html(httplib::Response& res, int status, const std::string& html) {
   res.status = status;
   res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:");
   res.set_content(html, "text/html; charset=utf-8");
 }
-
-}  // namespace
 
 // Pages are read like the JSON they show (require_token_for_reads); a refusal
 // is a page too, with the same status.

@@ -16,7 +16,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}.muted{color:#6
 .status-quiet{background:#f3f0d8}.status-flawed{background:#f6d8d8}.status-saturated,.status-superseded{background:#e4e4e4}
 code{background:#f4f4f4;padding:0 .2rem}nav a{margin-right:1rem}
 </style></head><body>
-<nav><a href="/">Board</a><a href="/api/board">JSON</a><a href="/api/openapi.json">API</a></nav>
+<nav><a href="/">Board</a><a href="/issues">Issues</a><a href="/api/board">JSON</a><a href="/api/openapi.json">API</a></nav>
 )";
 
 inline constexpr const char* kFoot = R"(</body></html>
@@ -119,6 +119,28 @@ inline constexpr const char* kSubmission = R"({{> head}}
 {{#pull}}<h2>Pull request</h2>
 <p id="pull">A pull request to <code>{{into}}</code> (owner {{route_owner}}): <strong>{{state}}</strong>{{#decided_by}} by {{decided_by}}{{/decided_by}}.</p>
 <ul id="comments">{{#comments}}<li><strong>{{who}}</strong> ({{kind}}, {{at}}): {{body}}</li>{{/comments}}{{^comments}}<li class="muted">no comments or reviews yet</li>{{/comments}}</ul>{{/pull}}
+{{> foot}})";
+
+inline constexpr const char* kIssues = R"({{> head}}
+<p class="muted"><a href="/">Board</a> · issues</p>
+<h1 id="title">Issues{{#state}} ({{state}}){{/state}}</h1>
+<p class="muted">Anyone signed in opens one (<code>kzoo issue new "TITLE" --body "..."</code>) and comments on it; its author or a maintainer closes it.
+Show: <a href="/issues?state=open">open</a> · <a href="/issues?state=closed">closed</a> · <a href="/issues?state=all">all</a></p>
+<table id="issues"><tr><th class="num">#</th><th>Title</th><th>Author</th><th>State</th><th class="num">Comments</th><th>Updated</th></tr>
+{{#issues}}<tr class="issue-row" data-issue="{{id}}"><td class="num">{{id}}</td><td><a href="/issues/{{id}}">{{title}}</a></td><td>{{author}}</td><td>{{state}}</td><td class="num">{{comments}}</td><td>{{updated_at}}</td></tr>{{/issues}}
+{{^issues}}<tr><td colspan="6" class="muted">No issue here.</td></tr>{{/issues}}
+</table>
+{{#next}}<p><a id="next" href="{{next}}">Older issues</a></p>{{/next}}
+{{> foot}})";
+
+inline constexpr const char* kIssue = R"({{> head}}
+<p class="muted"><a href="/">Board</a> · <a href="/issues">issues</a></p>
+<h1 id="title">Issue {{id}}: {{title}}</h1>
+<p id="meta"><span class="tag">{{state}}</span> opened by {{author}} at {{created_at}}{{#closed_by}} · closed by {{closed_by}} at {{closed_at}}{{#close_reason}}: {{close_reason}}{{/close_reason}}{{/closed_by}}</p>
+<pre id="body" style="white-space:pre-wrap">{{body}}</pre>
+<h2>Comments</h2>
+<ul id="thread">{{#thread}}<li><strong>{{who}}</strong> ({{at}}): <span style="white-space:pre-wrap">{{body}}</span></li>{{/thread}}{{^thread}}<li class="muted">no comments yet</li>{{/thread}}</ul>
+<p class="muted">Comment with <code>kzoo issue comment {{id}} "..."</code>.</p>
 {{> foot}})";
 
 inline constexpr const char* kMessage = R"({{> head}}

@@ -247,4 +247,17 @@ std::string render_message_page(const std::string& title, const std::string& mes
   return render(templates::kMessage, {{"page_title", title}, {"message", message}});
 }
 
+std::string render_issues_page(const json& list, const std::string& state) {
+  json v = list;
+  v["page_title"] = "Issues · kzoo";
+  v["state"] = state;
+  return render(templates::kIssues, v);
+}
+
+std::string render_issue_page(const json& issue) {
+  json v = issue;
+  v["page_title"] = fmt::format("Issue {} · kzoo", issue.value("id", 0));
+  return render(templates::kIssue, v);
+}
+
 }  // namespace kzoo::server

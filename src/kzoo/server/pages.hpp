@@ -8,6 +8,7 @@
 //   GET /boards/{version}        an earlier board, as it was
 //   GET /kernels/{kernel_id}     a kernel: desc and its speed-up over time (SVG, drawn here)
 //   GET /submissions/{id}        a submission: per-case figures, reasons, log link
+//   GET /issues, /issues/{id}    the issues, and one with its thread
 #pragma once
 
 #include <string>
@@ -20,6 +21,10 @@ namespace kzoo::server {
 std::string render_board_page(const nlohmann::json& board);
 std::string render_kernel_page(const nlohmann::json& kernel);
 std::string render_submission_page(const nlohmann::json& submission);
+// GET /api/issues's answer as a page ({"issues", "next"?}); `state` names the list shown.
+std::string render_issues_page(const nlohmann::json& list, const std::string& state);
+// GET /api/issues/{id}'s answer as a page.
+std::string render_issue_page(const nlohmann::json& issue);
 std::string render_message_page(const std::string& title, const std::string& message);
 
 // A speed-up-over-time plot: points {time_ms, speedup, route}; well-formed SVG

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "kzoo/format/json_text.hpp"
-#include "kzoo/format/utf8.hpp"
 #include "kzoo/server/api.hpp"
+#include "kzoo/server/text_field.hpp"
 
 namespace kzoo::server {
 namespace {
@@ -54,33 +54,6 @@ std::int64_t id_of(const httplib::Request& req) {
   }
 }
 
-// Why `v` cannot be stored as text that people read again later (a comment,
-// a close reason), or "" when it can: a string of `min`-`max` bytes of UTF-8
-// with no control character but tab and line feed. Those texts reach other
-// people's terminals (`kzoo pull`) and pages: ESC would start an escape
-// sequence there, CR rewrite the line they see, NUL cut it short.
-std::string text_problem(const json& v, std::size_t min, std::size_t max) {
-  if (!v.is_string()) return fmt::format("is {}, not a string", v.type_name());
-  const auto& s = v.get_ref<const std::string&>();
-  if (s.size() < min || s.size() > max) return fmt::format("is {} bytes long", s.size());
-  if (auto p = format::find_invalid_utf8(s))
-    return fmt::format("is not UTF-8 (byte 0x{:02X} at line {}, column {})", static_cast<unsigned char>(s[p->offset]),
-                       p->line, p->column);
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    unsigned cp = c;
-    if (c == 0xC2 && i + 1 < s.size()) cp = static_cast<unsigned char>(s[i + 1]);  // C2 xx is U+00xx (valid UTF-8)
-    const bool c0 = (c < 0x20 && c != '\t' && c != '\n') || c == 0x7F;
-    const bool c1 = c == 0xC2 && cp <= 0x9F;
-    if (c0 || c1) {
-      auto p = format::position_of(s, i);
-      return fmt::format("holds the control character U+{:04X} at line {}, column {}", cp, p.line, p.column);
-    }
-  }
-  return "";
-}
-
-constexpr const char* kTextRule = "UTF-8 text, with tabs and line breaks (\\n) but no other control characters";
 
 void state_error(httplib::Response& res, const store::StateError& e) {
   const char* code = e.kind == store::StateError::not_found     ? "unknown_pull"
@@ -202,21 +175,10 @@ void Api::post_pull_comment(const httplib::Request& req, httplib::Response& res)
   const json& kind = body->value("kind", json("comment"));
   auto k = kind.is_string() ? store::parse_review_kind(kind.get<std::string>()) : std::nullopt;
   if (!k) return send_error(res, 400, "invalid_field", "kind must be comment, approve or request_changes", "kind");
+  // Texts per token and hour (limit_comments_per_hour): a thread is not a place to flood.
+  if (!within_writing_limit(*c, res)) return;
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
-  // Comments per token and hour (limit_comments_per_hour): a thread is not a place to flood.
-  const store::UnixMs now = (*lease)->now(), hour = 3'600'000;
-  auto used = (*lease)->token_usage(c->who->token_id, now - hour);
-  if (!used) return send_error(res, http_status(used.error()), "database", used.error().message);
-  if (used->comments + 1 > cfg.limit_comments_per_hour) {
-    const std::int64_t wait_s =
-        used->oldest_comment ? std::max<std::int64_t>(1, (*used->oldest_comment + hour - now + 999) / 1000) : 60;
-    res.set_header("Retry-After", std::to_string(wait_s));
-    return send_error(res, 429, "rate_limited",
-                      fmt::format("token {} is over its limit of {} comments per hour ({} used): retry in {} s",
-                                  c->who->token_id, cfg.limit_comments_per_hour, used->comments, wait_s),
-                      "", {{"limit", " per hour"}, {"retry_after_s", wait_s}});
-  }
   (*lease)->set_actor(c->actor());
   auto added = (*lease)->add_comment(id_of(req), *k, text.get<std::string>());
   if (!added) return state_error(res, added.error());

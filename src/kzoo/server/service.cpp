@@ -63,7 +63,7 @@ std::size_t body_cap(const ServerConfig& cfg, const std::string& method, const s
   if (method == "POST" && path == "/api/submissions") return cfg.max_upload_bytes + kMultipartOverhead;
   // A runner's evidence (benchmark output, stderr log, base64) and results.
   if (method == "POST" && path.starts_with("/api/runner/")) return kRunnerBodyCap;
-  if (method == "POST" && (path.starts_with("/api/pulls/") || path.starts_with("/api/routes/") ||
+  if (method == "POST" && (path.starts_with("/api/pulls/") || path.starts_with("/api/issues") || path.starts_with("/api/routes/") ||
                            path.starts_with("/api/board/")))
     return kJsonBodyCap;
   return kSmallBodyCap;
@@ -74,6 +74,9 @@ std::string cap_hint(const ServerConfig& cfg, const std::string& path) {
   if (path == "/api/submissions")
     return fmt::format(" (package files are capped at {} bytes; keep sources only)", cfg.max_upload_bytes);
   if (path.starts_with("/api/pulls/") && path.ends_with("/comments"))
+    return " (a comment's \"body\" is 1-10000 bytes of text: shorten it, or link to a longer text)";
+  if (path == "/api/issues") return " (an issue's \"title\" is 1-200 bytes and its \"body\" at most 20000: link to a longer text)";
+  if (path.starts_with("/api/issues/") && path.ends_with("/comments"))
     return " (a comment's \"body\" is 1-10000 bytes of text: shorten it, or link to a longer text)";
   if (path.starts_with("/api/pulls/") && path.ends_with("/close"))
     return " (a close reason, \"why\", is at most 1000 bytes)";
@@ -144,6 +147,11 @@ const std::vector<Route>& routes() {
       {"POST", "/api/pulls/{id}/merge", "/api/pulls/([0-9]{1,18})/merge"},
       {"POST", "/api/pulls/{id}/close", "/api/pulls/([0-9]{1,18})/close"},
       {"POST", "/api/pulls/{id}/comments", "/api/pulls/([0-9]{1,18})/comments"},
+      {"GET", "/api/issues", "/api/issues"},
+      {"POST", "/api/issues", "/api/issues"},
+      {"GET", "/api/issues/{id}", "/api/issues/([0-9]{1,18})"},
+      {"POST", "/api/issues/{id}/comments", "/api/issues/([0-9]{1,18})/comments"},
+      {"POST", "/api/issues/{id}/close", "/api/issues/([0-9]{1,18})/close"},
       {"POST", "/api/routes/{name}/merge", "/api/routes/([a-z0-9][a-z0-9._-]{0,62})/merge"},
       {"POST", "/api/runner/claim", "/api/runner/claim"},
       {"POST", "/api/runner/jobs/{id}/heartbeat", "/api/runner/jobs/([0-9]{1,18})/heartbeat"},
@@ -165,6 +173,8 @@ const std::vector<Route>& routes() {
       {"GET", "/boards/{version}", "/boards/([0-9]{1,7})"},
       {"GET", "/kernels/{kernel_id}", "/kernels/([A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+){0,15})"},
       {"GET", "/submissions/{id}", "/submissions/([0-9]{1,18})"},
+      {"GET", "/issues", "/issues"},
+      {"GET", "/issues/{id}", "/issues/([0-9]{1,18})"},
   };
   return r;
 }
@@ -347,6 +357,8 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   get("/api/audit", &Api::get_audit);
   get("/api/pulls", &Api::get_pulls);
   get("/api/pulls/{id}", &Api::get_pull);
+  get("/api/issues", &Api::get_issues);
+  get("/api/issues/{id}", &Api::get_issue);
   get("/api/runner/jobs/{id}/package", &Api::runner_package);
   get("/api/runner/jobs/{id}/trusted", &Api::runner_trusted);
   get("/api/runner/jobs/{id}/recovery", &Api::runner_recovery);
@@ -360,6 +372,9 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   post("/api/pulls/{id}/merge", &Api::post_pull_merge);
   post("/api/pulls/{id}/close", &Api::post_pull_close);
   post("/api/pulls/{id}/comments", &Api::post_pull_comment);
+  post("/api/issues", &Api::post_issue);
+  post("/api/issues/{id}/comments", &Api::post_issue_comment);
+  post("/api/issues/{id}/close", &Api::post_issue_close);
   post("/api/routes/{name}/merge", &Api::post_route_merge);
   post("/api/runner/claim", &Api::runner_claim);
   post("/api/runner/jobs/{id}/heartbeat", &Api::runner_heartbeat);
@@ -374,6 +389,8 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   get("/boards/{version}", &Api::page_board_version);
   get("/kernels/{kernel_id}", &Api::page_kernel);
   get("/submissions/{id}", &Api::page_submission);
+  get("/issues", &Api::page_issues);
+  get("/issues/{id}", &Api::page_issue);
   post("/api/board/baselines", &Api::post_baselines);
   post("/api/board/status", &Api::post_board_status);
   post("/api/board/checks", &Api::post_board_checks);

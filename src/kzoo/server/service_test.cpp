@@ -3,6 +3,7 @@
 #include "kzoo/server/service.hpp"
 
 #include <regex>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -268,7 +269,9 @@ TEST_F(ServiceTest, TheOpenApiDocumentDescribesEveryRoute) {
     EXPECT_TRUE(doc["paths"].contains(r.path)) << r.path;
     EXPECT_TRUE(doc["paths"][r.path].contains(method)) << r.method << " " << r.path;
   }
-  EXPECT_EQ(doc["paths"].size(), routes().size());
+  std::set<std::string> paths;
+  for (const auto& r : routes()) paths.insert(r.path);
+  EXPECT_EQ(doc["paths"].size(), paths.size());
   EXPECT_EQ(get("/api/openapi.json").body, doc);
 }
 

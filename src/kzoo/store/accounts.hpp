@@ -86,7 +86,7 @@ struct TokenUsage {
   std::int64_t upload_bytes = 0;          // package bytes since
   std::optional<UnixMs> oldest_upload;
   std::int64_t active_jobs = 0;           // queued or running now, whenever submitted
-  std::int64_t comments = 0;              // comments and reviews written since
+  std::int64_t comments = 0;              // texts written since: comments, reviews, issues and their comments
   std::optional<UnixMs> oldest_comment;
 };
 

@@ -261,7 +261,13 @@ TokenUsage Core::usage(const std::string& id, UnixMs since) {
   u.active_jobs = conn_->query("SELECT count(*) FROM jobs j JOIN submissions s ON s.id = j.submission_id "
                                 "WHERE s.token_id=$1 AND j.state IN ('queued','running')",
                                 {id}).at(0).i64(0);
-  auto c = conn_->query("SELECT count(*), min(at) FROM comments WHERE token_id=$1 AND at > $2", {id, since}).at(0);
+  // Everything a token writes for others to read counts against one limit:
+  // pull-request comments and reviews, issues, and issues' comments.
+  auto c = conn_->query("SELECT CAST(COALESCE(sum(n), 0) AS BIGINT), min(oldest) FROM ("
+                        " SELECT count(*) AS n, min(at) AS oldest FROM comments WHERE token_id=$1 AND at > $2"
+                        " UNION ALL SELECT count(*), min(created_at) FROM issues WHERE token_id=$1 AND created_at > $2"
+                        " UNION ALL SELECT count(*), min(at) FROM issue_comments WHERE token_id=$1 AND at > $2) AS w",
+                        {id, since}).at(0);
   u.comments = c.i64(0);
   u.oldest_comment = c.opt(1);
   return u;

@@ -6,7 +6,7 @@
 // Core holds what the concerns share (the connection, the actor, reading and
 // moving submissions and jobs); each concern's class implements its interface
 // on a Core (sql_submissions.cpp, sql_jobs.cpp, sql_accounts.cpp,
-// sql_pulls.cpp, sql_board_audit.cpp); open_sql_state assembles a StateDb.
+// sql_pulls.cpp, sql_issues.cpp, sql_board_audit.cpp); open_sql_state assembles a StateDb.
 //
 // Concurrency: every transition runs in Conn::write. Under SQLite that is the
 // database's one writer; under PostgreSQL each row a transition checks is read
@@ -181,6 +181,20 @@ class SqlPulls : public virtual PullStore {
                                             const std::optional<PullState>& state, int limit) override;
   StateResult<Comment> add_comment(std::int64_t submission_id, ReviewKind kind, const std::string& body) override;
   StateResult<std::vector<Comment>> comments(std::int64_t submission_id) override;
+
+ private:
+  Core& c_;
+};
+
+class SqlIssues : public virtual IssueStore {
+ public:
+  explicit SqlIssues(Core& c) : c_(c) {}
+  StateResult<Issue> open_issue(const std::string& title, const std::string& body) override;
+  StateResult<Issue> get_issue(std::int64_t id) override;
+  StateResult<std::vector<Issue>> list_issues(const IssueFilter& f) override;
+  StateResult<IssueComment> comment_issue(std::int64_t id, const std::string& body) override;
+  StateResult<std::vector<IssueComment>> issue_comments(std::int64_t id) override;
+  StateResult<Issue> close_issue(std::int64_t id, const std::string& why) override;
 
  private:
   Core& c_;

@@ -20,6 +20,7 @@ class SqlStateDb final : public StateDb,
                          public SqlJobQueue,
                          public SqlAccounts,
                          public SqlPulls,
+                         public SqlIssues,
                          public SqlBoardAudit {
  public:
   explicit SqlStateDb(std::unique_ptr<Conn> conn)
@@ -28,6 +29,7 @@ class SqlStateDb final : public StateDb,
         SqlJobQueue(core),
         SqlAccounts(core),
         SqlPulls(core),
+        SqlIssues(core),
         SqlBoardAudit(core) {}
   int schema_version() override { return core.version; }
   std::string describe() const override { return const_cast<Core&>(core).db().describe(); }

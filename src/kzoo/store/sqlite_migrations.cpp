@@ -151,6 +151,34 @@ ALTER TABLE submissions ADD COLUMN received_by TEXT NOT NULL DEFAULT '';
 CREATE INDEX submissions_received ON submissions(received_by, id) WHERE state = 'received';
 ALTER TABLE audit ADD COLUMN address TEXT NOT NULL DEFAULT '';
 )SQL"},
+    {7, "issues (anyone signed in opens them; their author or a maintainer closes them) and their comments", R"SQL(
+CREATE TABLE issues (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  title         TEXT    NOT NULL CHECK (length(title) BETWEEN 1 AND 200),
+  body          TEXT    NOT NULL CHECK (length(body) <= 20000),
+  author        TEXT    NOT NULL,
+  token_id      TEXT    NOT NULL DEFAULT '',
+  state         TEXT    NOT NULL DEFAULT 'open' CHECK (state IN ('open','closed')),
+  created_at    INTEGER  NOT NULL,
+  updated_at    INTEGER  NOT NULL,
+  closed_by     TEXT    NOT NULL DEFAULT '',
+  closed_at     INTEGER,
+  close_reason  TEXT    NOT NULL DEFAULT '' CHECK (length(close_reason) <= 1000)
+);
+CREATE INDEX issues_by_state ON issues(state, id);
+CREATE INDEX issues_by_author ON issues(author, id);
+CREATE INDEX issues_by_token ON issues(token_id, created_at);
+CREATE TABLE issue_comments (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  issue_id      INTEGER  NOT NULL REFERENCES issues(id),
+  who           TEXT    NOT NULL,
+  token_id      TEXT    NOT NULL DEFAULT '',
+  body          TEXT    NOT NULL CHECK (length(body) BETWEEN 1 AND 10000),
+  at            INTEGER  NOT NULL
+);
+CREATE INDEX issue_comments_by_issue ON issue_comments(issue_id, id);
+CREATE INDEX issue_comments_by_token ON issue_comments(token_id, at);
+)SQL"},
 };
 
 }  // namespace

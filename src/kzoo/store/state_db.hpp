@@ -5,6 +5,7 @@
 //   JobQueue         jobs, leases and holds            job_queue.hpp
 //   AccountStore     users and tokens                  accounts.hpp
 //   PullStore        pull requests and comments        pulls.hpp
+//   IssueStore       issues and their comments         issues.hpp
 //   BoardAudit       boards' status, the audit trail   board_audit.hpp
 //
 // so that a transition of one concern and the audit row it writes share a
@@ -22,6 +23,7 @@
 
 #include "kzoo/store/accounts.hpp"
 #include "kzoo/store/board_audit.hpp"
+#include "kzoo/store/issues.hpp"
 #include "kzoo/store/job_queue.hpp"
 #include "kzoo/store/pulls.hpp"
 #include "kzoo/store/state_records.hpp"
@@ -35,6 +37,7 @@ class StateDb : public virtual SubmissionStore,
                 public virtual JobQueue,
                 public virtual AccountStore,
                 public virtual PullStore,
+                public virtual IssueStore,
                 public virtual BoardAudit {
  public:
   ~StateDb() override = default;
