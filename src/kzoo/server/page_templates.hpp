@@ -59,7 +59,7 @@ inline constexpr const char* kBoard = R"({{> head}}
 
 <h2>Who can do what</h2>
 <ul id="who">
-<li>Anyone signed in (a token: <code>kzoo token new</code>) can submit a package, and start a route by naming it (<code>kzoo submit --route NAME</code>).</li>
+<li>Anyone signed in (a token: <code>kzoo token new</code>) can open <a href="/issues">issues</a> (<code>kzoo issue new</code>), submit a package, and start a route by naming it (<code>kzoo submit --route NAME</code>).</li>
 <li>A route belongs to whoever started it, with their agents, and to the maintainers. Others contribute to it by pull request (<code>kzoo submit --route NAME --pull-request</code>), which its owner or a maintainer merges; anyone signed in may comment and review.</li>
 <li>Jobs from outside the project wait for a maintainer to release them (JobHeldAdmin).</li>
 <li>Only maintainers push to the default branch <code>main</code> and merge into it{{#adopt_auto}}; with <code>adopt: auto</code>, an accepted result also lands on main when main's source of that kernel is the one it was measured against{{/adopt_auto}}.</li>
