@@ -66,5 +66,17 @@ run_to "kzoo worker --json: an error is a JSON line too" 2 env -u KZOO_SERVER "$
   ok "worker's error event" || fail "worker's error event: $(cat "$T/out")"
 CHECKS=$((CHECKS + 2))
 
+# kzoo worker --gpus: nvidia-smi indices, each once, with --device cuda; refused before anything opens.
+for bad in "0,0|named twice" "x|not a GPU index" ",|not a GPU index" "0,1|needs --device cuda"; do
+  arg=${bad%%|*} says=${bad#*|}
+  dev=cuda; [ "$says" = "needs --device cuda" ] && dev=cpu
+  run_to "kzoo worker --gpus $arg --device $dev is refused" 2 env -u KZOO_SERVER "$KZOO" worker --gpus "$arg" --device $dev --data "$T/nowhere"
+  grep -q -- "$says" "$T/err" && ok "... saying \"$says\"" || fail "kzoo worker --gpus $arg: $(cat "$T/err")"
+  CHECKS=$((CHECKS + 1))
+done
+run_to "kzoo worker --gpus 0,1 --once is refused" 2 env -u KZOO_SERVER "$KZOO" worker --gpus 0,1 --device cuda --once --data "$T/nowhere"
+grep -q "one job per GPU" "$T/err" && ok "... saying why" || fail "kzoo worker --gpus 0,1 --once: $(cat "$T/err")"
+CHECKS=$((CHECKS + 1))
+
 echo "$CHECKS checks, $FAILS failed"
 [ "$FAILS" = 0 ]

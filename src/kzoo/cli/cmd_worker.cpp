@@ -3,6 +3,7 @@
 // Exit codes: with --once, 0 when a job was accepted or nothing was queued,
 // 1 when the job was rejected or failed, 2 on usage or I/O errors; without
 // --once it runs until SIGINT/SIGTERM and exits 0.
+#include <algorithm>
 #include <atomic>
 #include <ctime>
 #include <regex>
@@ -11,6 +12,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
 
 #include "kzoo/cli/command.hpp"
 #include "kzoo/server/config.hpp"
@@ -74,7 +79,77 @@ struct Args {
   double min_gain = -1, max_p = -1;
   std::string token_file;
   std::string state;
+  std::string gpus;  // --gpus 0,1,...
 };
+
+// "0,1,3" -> {0, 1, 3}: nvidia-smi indices, each once; an error names the bad item.
+kzoo::Result<std::vector<int>> parse_gpus(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const bool digits = !item.empty() && item.size() <= 3 && item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) return kzoo::fail("--gpus: \"" + item + "\" is not a GPU index: give nvidia-smi's indices, e.g. --gpus 0,1,2,3");
+    const int g = std::stoi(item);
+    if (std::find(out.begin(), out.end(), g) != out.end())
+      return kzoo::fail("--gpus: GPU " + item + " is named twice: one job per GPU at a time");
+    out.push_back(g);
+  }
+  if (out.empty()) return kzoo::fail("--gpus: no GPU named: give nvidia-smi's indices, e.g. --gpus 0,1");
+  return out;
+}
+
+// --gpus with several GPUs: one worker per GPU in this process, each with its
+// own transport (a connection is one thread's) and id (<id>/gpu<N>), each job's
+// sandbox binding only that GPU's device node. Runs until SIGINT/SIGTERM.
+int run_per_gpu(const Args& a, const std::vector<int>& gpus) {
+  std::string base = a.o.worker_id;
+  if (base.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    base = std::string(host[0] ? host : "localhost") + ":" + std::to_string(::getpid());
+  }
+  std::mutex out_mu;  // one line at a time on stdout and stderr
+  std::vector<std::unique_ptr<kzoo::worker::Worker>> workers;
+  for (int g : gpus) {
+    kzoo::worker::WorkerOptions o = a.o;
+    o.gpus = {g};
+    o.worker_id = base + "/gpu" + std::to_string(g);
+    const bool json = a.json;
+    const std::string id = o.worker_id;
+    o.log = [json, id, &out_mu](std::string_view line) {
+      std::lock_guard lock(out_mu);
+      if (json) emit(log_event(line), id);
+      else std::cerr << "kzoo worker: " << id << ": " << sanitise(line) << "\n";
+    };
+    auto w = kzoo::worker::Worker::open(o);
+    if (!w) {
+      std::cerr << "kzoo worker: " << id << ": " << w.error().message << "\n";
+      if (json) emit({{"event", "error"}, {"error", w.error().message}}, id);
+      return kzoo::cli::kExitError;
+    }
+    const auto& opened = (*w)->options();
+    if (json)
+      emit({{"event", "started"}, {"serving", o.server_url.empty() ? o.data_dir : o.server_url}, {"device", opened.device},
+            {"device_class", opened.device_class}, {"gpus", opened.gpus},
+            {"gpu_name", opened.gpu_name.empty() ? nlohmann::json() : nlohmann::json(opened.gpu_name)}},
+           id);
+    else
+      std::cerr << "kzoo worker: " << id << " serving " << (o.server_url.empty() ? o.data_dir : o.server_url)
+                << " as device class " << opened.device_class << " on GPU " << g << "\n";
+    workers.push_back(std::move(*w));
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::atomic<std::int64_t> total{0};
+  std::vector<std::thread> threads;
+  for (auto& w : workers) threads.emplace_back([&total, wp = w.get()] { total += wp->run_loop(g_stop); });
+  for (auto& t : threads) t.join();
+  std::lock_guard lock(out_mu);
+  if (a.json) emit({{"event", "stopped"}, {"jobs", total.load()}}, base);
+  else std::cerr << "kzoo worker: stopped after " << total.load() << " job(s) on " << gpus.size() << " GPUs\n";
+  return kzoo::cli::kExitOk;
+}
 
 const bool registered = kzoo::cli::register_command(
     "worker", "Run graded jobs: claim, grade in the sandbox against the incumbent, decide, commit accepted source",
@@ -112,6 +187,9 @@ const bool registered = kzoo::cli::register_command(
           ->check(CLI::Range(0.0, 1.0));
       sub.add_flag("--no-sandbox", [a](std::int64_t) { a->o.sandboxed = false; },
                    "run without bubblewrap (tests and trusted code only)");
+      sub.add_option("--gpus", a->gpus,
+                     "grade one job per GPU at once on these GPUs (nvidia-smi indices, e.g. 0,1,2,3); each job's "
+                     "sandbox sees only its own GPU. Needs --device cuda");
       sub.add_flag("--json", a->json, "print every event (and --once's report) as one JSON line on stdout");
       return [a] {
         auto& o = a->o;
@@ -123,6 +201,16 @@ const bool registered = kzoo::cli::register_command(
           if (a->json) emit({{"event", "error"}, {"error", msg}}, o.worker_id);
           return kzoo::cli::kExitError;
         };
+        // Usage first: --gpus is checked before anything is opened.
+        std::vector<int> gpus;
+        if (!a->gpus.empty()) {
+          auto parsed = parse_gpus(a->gpus);
+          if (!parsed) return fail(parsed.error().message);
+          if (o.device != "cuda") return fail("--gpus needs --device cuda");
+          if (parsed->size() > 1 && a->once)
+            return fail("--once grades one job; --gpus with several GPUs grades one job per GPU until stopped");
+          gpus = *parsed;
+        }
         if (!o.server_url.empty()) {
           // A token on the command line would show in `ps`: a file or the environment only.
           if (!a->token_file.empty()) {
@@ -151,6 +239,8 @@ const bool registered = kzoo::cli::register_command(
           if (!parsed.is_object()) return fail("KZOO_WORKER_JUDGE_OPTIONS is not a JSON object");
           o.judge_options = parsed;
         }
+        if (gpus.size() > 1) return run_per_gpu(*a, gpus);
+        o.gpus = gpus;
         // The worker's id is settled by Worker::open; its log lines name it from then on.
         auto id = std::make_shared<std::string>(o.worker_id);
         if (a->json) o.log = [id](std::string_view line) { emit(log_event(line), *id); };

@@ -286,6 +286,7 @@ class Grading {
     g.runner_id = o_.worker_id;
     g.memory_bytes = limits.memory_bytes;
     g.cpus = limits.cpus;
+    g.gpus = o_.gpus;
     g.sandboxed = o_.sandboxed;
     // The board's guardrails are the judge's parameters (board/decision.hpp, shared with `kzoo grade`).
     const board::Rules* rules = ctx_.rules ? &*ctx_.rules : nullptr;
@@ -343,7 +344,7 @@ class Grading {
                  {"worker", o_.worker_id}, {"job", job_.id}, {"base_commit", h.base},
                  {"had_incumbent", h.has_incumbent}, {"device", o_.device}, {"device_class", o_.device_class},
                  {"gpu_name", o_.gpu_name.empty() ? json() : json(o_.gpu_name)}, {"route", sub_.route},
-                 {"kind", sub_.kind}, {"partition", partition ? json(partition->name) : json()},
+                 {"kind", sub_.kind}, {"gpus", o_.gpus}, {"partition", partition ? json(partition->name) : json()},
                  {"limits", limits.to_json()}};
     m.check = board_check({sub_, job_.id, ctx_, m.graded.document, h.metas, m.decision, m.run, timed_runs, cost_s});
     auto evidence = record(m);

@@ -69,6 +69,7 @@ struct GradeJobOptions {
   std::optional<int> iterations;       // KZOO_OPTIONS iterations
   nlohmann::json judge_options = nlohmann::json::object();  // more KZOO_OPTIONS keys
   std::uint64_t memory_bytes = 0;
+  std::vector<int> gpus;  // cuda: the GPUs this worker's jobs run on (nvidia-smi indices); empty: all
   verdict::Policy policy;
   std::size_t history_scan = 200;  // commits of the package searched for a job's trailer
   std::function<void(std::string_view)> log;  // one line per event

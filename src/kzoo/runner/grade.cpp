@@ -373,7 +373,9 @@ GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, cons
     if (!bound) spec.ro_binds.push_back({prefix, prefix});
   }
   if (o.device == "cuda") {
-    spec.devices = gpu_device_nodes();
+    auto nodes = gpu_device_nodes_for(o.gpus);
+    if (!nodes) return outcome(GradeStatus::error, nodes.error().message);
+    spec.devices = std::move(*nodes);
     if (spec.devices.empty()) return (outcome(GradeStatus::error, "--device cuda but no /dev/nvidia* device nodes here"));
   }
   spec.memory_bytes = o.memory_bytes ? o.memory_bytes : default_memory();

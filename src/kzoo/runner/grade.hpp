@@ -43,6 +43,7 @@ struct GradeOptions {
   std::uint64_t memory_bytes = 0;        // 0: 3/4 of RAM, at most 32 GiB
   std::uint64_t max_pids = 4096;         // threads count too
   int cpus = 0;                          // CPU time of at most this many CPUs (the board's partition); 0: no cap
+  std::vector<int> gpus;                 // cuda: the GPUs the run sees (nvidia-smi indices); empty: all
   bool sandboxed = true;
   bool keep_workdir = false;
   std::string bwrap = default_bwrap_path();

@@ -1,6 +1,7 @@
 // bwrap's command line for a SandboxSpec. The running of it (fork, limits,
 // output collection) is in sandbox_run.cpp.
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -104,6 +105,28 @@ std::vector<std::string> gpu_device_nodes(const std::string& dev) {
   }
   std::sort(numbered.begin(), numbered.end());
   out.insert(out.end(), numbered.begin(), numbered.end());
+  return out;
+}
+
+Result<std::vector<std::string>> gpu_device_nodes_for(const std::vector<int>& gpus, const std::string& dev) {
+  auto all = gpu_device_nodes(dev);
+  if (gpus.empty()) return all;
+  std::vector<std::string> out, present;
+  for (const auto& n : all) {
+    auto name = fs::path(n).filename().string();
+    if (name.size() > 6 && std::isdigit(static_cast<unsigned char>(name[6]))) present.push_back(name.substr(6));
+    else out.push_back(n);  // a control node
+  }
+  for (int g : gpus) {
+    const std::string node = dev + "/nvidia" + std::to_string(g);
+    if (std::find(all.begin(), all.end(), node) == all.end()) {
+      std::string there;
+      for (const auto& p : present) there += (there.empty() ? "" : ", ") + p;
+      return fail("GPU " + std::to_string(g) + ": " + node + " does not exist (GPUs here: " +
+                  (there.empty() ? "none" : there) + "): name GPUs by nvidia-smi's index");
+    }
+    if (std::find(out.begin(), out.end(), node) == out.end()) out.push_back(node);
+  }
   return out;
 }
 

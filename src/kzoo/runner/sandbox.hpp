@@ -119,6 +119,13 @@ std::string visible_path(const SandboxSpec& spec, const SandboxOptions& options,
 // /dev/nvidia-uvm-tools, /dev/nvidia-modeset and /dev/nvidia[0-9]+.
 std::vector<std::string> gpu_device_nodes(const std::string& dev = "/dev");
 
+// The device nodes of GPUs `gpus` alone (their /dev/nvidiaN, N the driver's
+// minor number, as nvidia-smi's index), with the control nodes every CUDA
+// process needs. A sandbox given only these sees only these GPUs: the driver
+// skips a GPU whose node it cannot open, as in containers. All GPUs when
+// `gpus` is empty. An error names a GPU without its node and the ones there are.
+Result<std::vector<std::string>> gpu_device_nodes_for(const std::vector<int>& gpus, const std::string& dev = "/dev");
+
 // Descriptors run_sandbox passes to bwrap beside the spec's.
 struct BwrapFds {
   int seccomp = -1;      // compiled filter (seccomp.hpp)

@@ -4,6 +4,7 @@
 #include "kzoo/runner/sandbox.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <thread>
 
 #include <arpa/inet.h>
@@ -336,6 +337,27 @@ TEST_F(SandboxTest, WithoutTheSandboxTheSameArgvRunsWithTheSameEnvAndLimits) {
   if (detect_cgroup_version() != CgroupVersion::none) expect_daemon_dead(wd / "beat");
 }
 
+TEST(GpuDeviceNodes, AJobOfSomeGpusGetsTheirNodesAndTheControlNodesAndNoOthers) {
+  TempDir dev;
+  for (const char* n : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia0", "nvidia1", "nvidia2", "nvidia10", "null"})
+    std::ofstream(dev.path() + "/" + n) << "";
+  const std::string d = dev.path();
+  auto all = gpu_device_nodes(d);
+  EXPECT_EQ(all.size(), 7u);
+  EXPECT_EQ(*gpu_device_nodes_for({}, d), all) << "no GPUs named: all of them";
+  auto one = gpu_device_nodes_for({1}, d);
+  ASSERT_TRUE(one) << one.error().message;
+  EXPECT_EQ(*one, (std::vector<std::string>{d + "/nvidiactl", d + "/nvidia-uvm", d + "/nvidia-uvm-tools", d + "/nvidia1"}));
+  auto two = gpu_device_nodes_for({10, 0, 10}, d);
+  ASSERT_TRUE(two) << two.error().message;
+  EXPECT_EQ(*two, (std::vector<std::string>{d + "/nvidiactl", d + "/nvidia-uvm", d + "/nvidia-uvm-tools", d + "/nvidia10",
+                                            d + "/nvidia0"}))
+      << "each GPU once, in the order asked";
+  auto missing = gpu_device_nodes_for({3}, d);
+  ASSERT_FALSE(missing);
+  EXPECT_THAT(missing.error().message, HasSubstr("GPU 3: " + d + "/nvidia3 does not exist (GPUs here: 0, 1, 10, 2)"));
+}
+
 TEST_F(SandboxTest, GpuDeviceNodesArePassedThroughWhenPresent) {
   auto nodes = gpu_device_nodes();
   if (nodes.empty()) GTEST_SKIP() << "no NVIDIA device nodes on this machine";
@@ -361,6 +383,16 @@ TEST_F(SandboxTest, GpuDeviceNodesArePassedThroughWhenPresent) {
   auto c = run(cuda);
   EXPECT_EQ(c.exit_code, 0) << c.stderr_tail;
   EXPECT_THAT(c.stdout_data, HasSubstr("cuda True 2048.0"));
+
+  // A job given one GPU (kzoo worker --gpus) sees exactly that one, whatever the machine holds.
+  auto only_first = gpu_device_nodes_for({0});
+  ASSERT_TRUE(only_first) << only_first.error().message;
+  auto one = cuda;
+  one.argv = {python, "-c", "import torch\nprint('devices', torch.cuda.device_count())\n"};
+  one.devices = *only_first;
+  auto seen = run(one);
+  EXPECT_EQ(seen.exit_code, 0) << seen.stderr_tail;
+  EXPECT_THAT(seen.stdout_data, HasSubstr("devices 1"));
 }
 
 TEST(BwrapArgv, NamesEveryProtectionAndOrdersBindsSoLaterOnesCoverEarlierOnes) {
