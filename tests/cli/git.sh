@@ -71,12 +71,16 @@ OLGA_TOKEN=$("$KZOO" token new olga --data "$D" 2>/dev/null)
 "$KZOO" serve --data "$D" --listen "127.0.0.1:$PORT" >"$T/serve.log" 2>&1 & SERVE_PID=$!
 for _ in $(seq 100); do curl -fsS "$KZOO_SERVER/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
 
-# as TOKEN git ARGS...: git with a credential helper that answers the token as
-# the password (any user name), as a contributor's helper would.
-as() {
-  local tok=$1; shift
-  git -c credential.helper= -c "credential.helper=!f() { test \"\$1\" = get && echo username=x && echo password=$tok; }; f" "$@"
-}
+# $AS TOKEN ARGS...: git with a credential helper that answers the token as the
+# password (any user name), as a contributor's helper would. A script, not a
+# function, so that run_to (timeout) can run it.
+AS=$T/git-as
+cat >"$AS" <<'EOF'
+#!/usr/bin/env bash
+tok=$1; shift
+exec git -c credential.helper= -c "credential.helper=!f() { test \"\$1\" = get && echo username=x && echo password=$tok; }; f" "$@"
+EOF
+chmod +x "$AS"
 # edit DIR FILE-IN-SOFT CONTENT-FILE MESSAGE: a commit on a fresh branch off origin/main.
 edit() {
   (cd "$1" && git fetch -q origin && git checkout -q -B work origin/main && mkdir -p "$(dirname "$SOFT/$2")" &&
@@ -97,16 +101,16 @@ curl -s -o /dev/null -w '%{http_code}' -u "x:kzoo_bad_token" "$URL/info/refs?ser
 check "a malformed token is 401 even on a public read" "$([ "$(cat "$T/code")" = 401 ]; echo $?)"
 curl -s -o /dev/null -w '%{http_code}' "$KZOO_SERVER/git/kernel_data/info/refs" >"$T/code"
 check "the dumb protocol is not served (403)" "$([ "$(cat "$T/code")" = 403 ]; echo $?)"
-run_to "alice clones with her token as the password (credential helper)" 0 as "$ALICE_TOKEN" clone -q "$URL" "$T/alice"
-run_to "bob's agent clones" 0 as "$BOB_TOKEN" clone -q "$URL" "$T/bob"
-run_to "olga clones" 0 as "$OLGA_TOKEN" clone -q "$URL" "$T/olga"
+run_to "alice clones with her token as the password (credential helper)" 0 "$AS" "$ALICE_TOKEN" clone -q "$URL" "$T/alice"
+run_to "bob's agent clones" 0 "$AS" "$BOB_TOKEN" clone -q "$URL" "$T/bob"
+run_to "olga clones" 0 "$AS" "$OLGA_TOKEN" clone -q "$URL" "$T/olga"
 for c in alice bob olga; do git -C "$T/$c" config credential.helper ""; done
 
 # ---------------------------------------------------------------- 2. a push onto her route
 edit "$T/alice" src/softmax.py "$SRC/catalog/samples/softmax_fused.py" "softmax: one fused pass"
 fused=$(git -C "$T/alice" rev-parse HEAD)
 run_to "alice pushes to routes/fast-softmax: answered ok (exit 0)" 0 \
-  as "$ALICE_TOKEN" -C "$T/alice" push origin HEAD:routes/fast-softmax
+  "$AS" "$ALICE_TOKEN" -C "$T/alice" push origin HEAD:routes/fast-softmax
 cp "$T/err" "$T/push1"
 sub=$(sed -n 's/.*kzoo-submission: id=\([0-9]*\) job=\([0-9]*\) kernel=.*/\1/p' "$T/push1" | head -1)
 job=$(sed -n 's/.*kzoo-submission: id=\([0-9]*\) job=\([0-9]*\) kernel=.*/\2/p' "$T/push1" | head -1)
@@ -120,20 +124,20 @@ check "... with the commit message as its summary" \
 
 # ---------------------------------------------------------------- 3. refused by role
 edit "$T/bob" src/softmax.py "$SRC/catalog/samples/softmax_fused.py" "softmax: bob's fused pass"
-run_to "bob's agent cannot push to alice's route" 1 as "$BOB_TOKEN" -C "$T/bob" push origin HEAD:routes/fast-softmax
+run_to "bob's agent cannot push to alice's route" 1 "$AS" "$BOB_TOKEN" -C "$T/bob" push origin HEAD:routes/fast-softmax
 check "... [remote rejected], told whose route it is and the ways forward (refs/pulls, kzoo submit --pull-request)" \
   "$(grep -q "\[remote rejected\] HEAD -> routes/fast-softmax" "$T/err" && grep -q "belongs to alice" "$T/err" &&
      grep -q "refs/pulls/fast-softmax/" "$T/err" && grep -q "kzoo submit --route fast-softmax --pull-request" "$T/err"; echo $?)"
-run_to "alice (a member) cannot push to main" 1 as "$ALICE_TOKEN" -C "$T/alice" push origin HEAD:main
+run_to "alice (a member) cannot push to main" 1 "$AS" "$ALICE_TOKEN" -C "$T/alice" push origin HEAD:main
 check "... told to open a pull request to main" "$(grep -q "refs/pulls/main/" "$T/err"; echo $?)"
-run_to "nobody pushes tags" 1 as "$MAINT_TOKEN" -C "$T/alice" push origin HEAD:refs/tags/v9
-run_to "nobody deletes a branch by push" 1 as "$MAINT_TOKEN" -C "$T/alice" push origin :refs/heads/main
+run_to "nobody pushes tags" 1 "$AS" "$MAINT_TOKEN" -C "$T/alice" push origin HEAD:refs/tags/v9
+run_to "nobody deletes a branch by push" 1 "$AS" "$MAINT_TOKEN" -C "$T/alice" push origin :refs/heads/main
 check "main and the tag checks are as they were" \
   "$([ "$(remote_ref refs/heads/main)" = "$main0" ] && [ -z "$(remote_ref refs/tags/v9)" ]; echo $?)"
 
 # ---------------------------------------------------------------- 4. a pull request by push
 run_to "bob's agent pushes to refs/pulls/fast-softmax/bobs-pass: a pull request" 0 \
-  as "$BOB_TOKEN" -C "$T/bob" push origin HEAD:refs/pulls/fast-softmax/bobs-pass
+  "$AS" "$BOB_TOKEN" -C "$T/bob" push origin HEAD:refs/pulls/fast-softmax/bobs-pass
 pr=$(sed -n 's/.*kzoo-submission: id=\([0-9]*\) .*pull_request=true.*/\1/p' "$T/err" | head -1)
 check "... answered with the pull request's id, held until alice merges it" \
   "$([ -n "$pr" ] && grep -q "pull request $pr to routes/fast-softmax, held until its owner merges it" "$T/err"; echo $?)"
@@ -141,13 +145,13 @@ run_to "kzoo pulls lists it, the same object as kzoo submit --pull-request" 0 "$
 check "... open, by bob, into routes/fast-softmax" \
   "$(jget "$T/out" '[(p["id"], p["author"], p["state"], p["into"]) for p in d["pulls"]] == [('"$pr"', "bob", "open", "routes/fast-softmax")]' | grep -q True; echo $?)"
 run_to "alice's pull request to her own route is refused (push to it instead)" 1 \
-  as "$ALICE_TOKEN" -C "$T/alice" push origin HEAD:refs/pulls/fast-softmax/mine
+  "$AS" "$ALICE_TOKEN" -C "$T/alice" push origin HEAD:refs/pulls/fast-softmax/mine
 check "... told to push to routes/fast-softmax" "$(grep -q "yours to push to: git push origin HEAD:routes/fast-softmax" "$T/err"; echo $?)"
 
 # ---------------------------------------------------------------- 5. an outsider's push is held
 edit "$T/olga" src/softmax.py "$SRC/catalog/samples/softmax_fused.py" "softmax: from outside"
 run_to "olga (an outsider) pushes to a route of her own: accepted for judging, held" 0 \
-  as "$OLGA_TOKEN" -C "$T/olga" push origin HEAD:routes/olga-softmax
+  "$AS" "$OLGA_TOKEN" -C "$T/olga" push origin HEAD:routes/olga-softmax
 olga_sub=$(sed -n 's/.*kzoo-submission: id=\([0-9]*\) job=\([0-9]*\) .*held=true.*/\1/p' "$T/err" | head -1)
 olga_job=$(sed -n 's/.*kzoo-submission: id=\([0-9]*\) job=\([0-9]*\) .*held=true.*/\2/p' "$T/err" | head -1)
 check "... held for a maintainer (JobHeldAdmin)" "$([ -n "$olga_job" ] && grep -q "held for a maintainer (JobHeldAdmin)" "$T/err"; echo $?)"
@@ -163,7 +167,7 @@ check "... no longer held, released by maint" \
 before_refs=$(git ls-remote "$URL" | sort)
 printf 'schema_version: 1\nkernel_id: %s\ncases: []\n' "$SOFT" >"$T/forged.yaml"
 edit "$T/alice" .kernel_package/bench_result.yaml "$T/forged.yaml" "better numbers"
-run_to "a forged .kernel_package/bench_result.yaml is refused" 1 as "$ALICE_TOKEN" -C "$T/alice" push origin HEAD:routes/fast-softmax
+run_to "a forged .kernel_package/bench_result.yaml is refused" 1 "$AS" "$ALICE_TOKEN" -C "$T/alice" push origin HEAD:routes/fast-softmax
 check "... naming the file, the rule (git.outside-src) and the fix" \
   "$(grep -q "$SOFT/.kernel_package/bench_result.yaml: git.outside-src: .*server-owned bench_result.yaml.*revert it" "$T/err" &&
      grep -q "\[remote rejected\] HEAD -> routes/fast-softmax (1 rule broken" "$T/err"; echo $?)"
@@ -175,11 +179,11 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
     z.writestr("archive/version", "3\n")
 EOF
 edit "$T/alice" src/expected_out.pt "$T/fake.pt" "cache the expected output"
-run_to "a .pt tensor in src/ is refused" 1 as "$ALICE_TOKEN" -C "$T/alice" push origin HEAD:routes/fast-softmax
+run_to "a .pt tensor in src/ is refused" 1 "$AS" "$ALICE_TOKEN" -C "$T/alice" push origin HEAD:routes/fast-softmax
 check "... naming the file and an evidence rule" "$(grep -q "src/expected_out.pt: evidence\." "$T/err"; echo $?)"
 cp "$T/fake.pt" "$T/fake.txt"
 edit "$T/alice" src/notes.py "$T/fake.pt" "renamed: judged by content"
-run_to "the same bytes renamed to notes.py are refused too" 1 as "$ALICE_TOKEN" -C "$T/alice" push origin HEAD:routes/fast-softmax
+run_to "the same bytes renamed to notes.py are refused too" 1 "$AS" "$ALICE_TOKEN" -C "$T/alice" push origin HEAD:routes/fast-softmax
 check "... by content" "$(grep -q "src/notes.py: evidence\." "$T/err"; echo $?)"
 check "refused pushes changed no ref" "$([ "$(git ls-remote "$URL" | sort)" = "$before_refs" ]; echo $?)"
 "$KZOO" status "$((olga_sub + 1))" --json >/dev/null 2>&1
