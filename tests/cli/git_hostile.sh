@@ -22,10 +22,12 @@ SOFT=h200/norm/softmax/bf16/softmax_eager
 T=$(mktemp -d /tmp/kzoo_cli_git_hostile.XXXXXX)
 D="$T/data"
 SERVE_PID=
+SERVE2_PID=
 RUN_TO_TIMEOUT=120
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/checks.sh"
 cleanup() {
   stop "$SERVE_PID"
+  stop "$SERVE2_PID"
   [ "$FAILS" != 0 ] && { echo "-- serve.log (tail)"; tail -n 30 "$T/serve.log" 2>/dev/null; }
   rm -rf "$T"
 }
@@ -109,6 +111,25 @@ check "no ref moved" "$([ "$(git ls-remote "$URL" | sort)" = "$refs_before" ]; e
 curl -s -o /dev/null -w '%{http_code}' "$KZOO_SERVER/api/submissions/1" >"$T/code"
 check "no submission was recorded (GET /api/submissions/1 is 404)" "$([ "$(cat "$T/code")" = 404 ]; echo $?)"
 run_to "the server is still healthy" 0 curl -fsS "$KZOO_SERVER/healthz"
+
+# ---------------------------------------------------------------- reads behind a token
+# A second service whose reads need a token (require_token_for_reads): git
+# is asked for credentials on clone too, and gets in with the token.
+cd "$T" || exit 2
+PORT2=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+URL2=http://127.0.0.1:$PORT2/git/kernel_data
+"$KZOO" init "$T/data2" --catalog "$T/kernel_data" >/dev/null 2>&1 || fail "init data2"
+"$KZOO" user add reader --role member --data "$T/data2" >/dev/null 2>&1 || fail "user add reader"
+TOKEN2=$("$KZOO" token new reader --data "$T/data2" 2>/dev/null)
+echo '{"require_token_for_reads": true}' >"$T/private.json"
+"$KZOO" serve --data "$T/data2" --listen "127.0.0.1:$PORT2" --config "$T/private.json" >"$T/serve2.log" 2>&1 & SERVE2_PID=$!
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT2/healthz" && break; sleep 0.2; done
+run_to "require_token_for_reads: an anonymous clone is refused" 128 git -c credential.helper= clone -q "$URL2" "$T/p1"
+curl -s -o /dev/null -D "$T/h2" "$URL2/info/refs?service=git-upload-pack"
+check "... 401 with WWW-Authenticate: Basic" "$(grep -q '^HTTP/1.1 401' "$T/h2" && grep -qi '^WWW-Authenticate: Basic' "$T/h2"; echo $?)"
+run_to "... with the token as the password it clones" 0 \
+  git -c credential.helper= -c "credential.helper=!f() { test \"\$1\" = get && echo username=x && echo password=$TOKEN2; }; f" \
+  clone -q "$URL2" "$T/p2"
 
 echo "$CHECKS checks, $FAILS failed"
 [ "$FAILS" = 0 ]
