@@ -43,7 +43,10 @@ class PushReviewTest : public ::testing::Test {
   std::string commit(const std::string& msg) {
     git("add -A .");
     git("commit -q --allow-empty -m " + msg);
-    std::string out = root() + "/.head";
+    return head();
+  }
+  std::string head() {
+    const std::string out = root() + "/.git/kzoo-head";  // outside the work tree, so never committed
     std::system(("cd '" + root() + "' && git rev-parse HEAD >" + out).c_str());
     std::string id;
     std::ifstream(out) >> id;
@@ -83,10 +86,7 @@ TEST_F(PushReviewTest, ASymlinkIsRefusedNamingItsPathAndTheFix) {
 TEST_F(PushReviewTest, AGitlinkIsASubmoduleAndIsRefused) {
   git("update-index --add --cacheinfo 160000," + base_ + ",k/src/vendor");
   git("commit -q -m sub");
-  std::string out = root() + "/.head", id;
-  std::system(("cd '" + root() + "' && git rev-parse HEAD >" + out).c_str());
-  std::ifstream(out) >> id;
-  auto r = review(id);
+  auto r = review(head());
   ASSERT_EQ(r.violations.size(), 1u) << rules(r);
   EXPECT_EQ(r.violations[0].rule, "git.submodule");
   EXPECT_EQ(r.violations[0].path, "k/src/vendor");
