@@ -173,8 +173,10 @@ struct Api {
 // answers a pack just over the cap).
 constexpr std::uint64_t kGitFetchBodyCap = 10u << 20;
 std::uint64_t git_push_body_cap(const ServerConfig& cfg);
-// Writes DATA/git-hooks/proc-receive, the hook that runs this binary.
-Result<void> install_git_hooks(const std::string& data_dir);
+// DATA/git-hooks/<server id>: the hooks git runs for this server's pushes.
+std::string git_hooks_dir(const std::string& data_dir, const std::string& server_id);
+// Writes git_hooks_dir()/proc-receive, the hook that runs this binary.
+Result<void> install_git_hooks(const std::string& data_dir, const std::string& server_id);
 
 // {"error": {"code", "message", "field"}} (+ extra keys inside "error").
 void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message,

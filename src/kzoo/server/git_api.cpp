@@ -156,7 +156,7 @@ void Api::git_run(const httplib::Request& req, httplib::Response& res, const Cal
       {"http.receivepack", push ? "true" : "false"},
       {"uploadpack.allowFilter", "true"},
       // Every ref goes to the hook: nothing a push names ever moves by itself.
-      {"core.hooksPath", paths.root + "/git-hooks"},
+      {"core.hooksPath", git_hooks_dir(paths.root, cfg.server_id)},
       {"receive.procReceiveRefs", "refs"},
       // The pack itself: objects checked (malformed trees, bad modes, .git
       // names), and capped in-band so the pusher sees git's own message.
@@ -411,14 +411,20 @@ gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, co
 
 namespace kzoo::server {
 
-Result<void> install_git_hooks(const std::string& data_dir) {
+std::string git_hooks_dir(const std::string& data_dir, const std::string& server_id) {
+  // One directory per server: servers sharing a data directory (PostgreSQL
+  // state, docs/SCALE.md) may run binaries installed at different paths.
+  return data_dir + "/git-hooks/" + (server_id.empty() ? std::string("default") : server_id);
+}
+
+Result<void> install_git_hooks(const std::string& data_dir, const std::string& server_id) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const std::string exe = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) return fail(fmt::format("cannot find this program's path (/proc/self/exe): {}", ec.message()));
   if (exe.find_first_of("'\n\r") != std::string::npos)
     return fail(fmt::format("the kzoo binary's path {} holds a quote or a line break: install it elsewhere", exe));
-  const std::string dir = data_dir + "/git-hooks";
+  const std::string dir = git_hooks_dir(data_dir, server_id);
   fs::create_directories(dir, ec);
   if (ec) return fail(fmt::format("cannot create {}: {}", dir, ec.message()));
   // Rewritten at every start, so the hook is always the running binary. The

@@ -290,7 +290,7 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   impl->lock.emplace(std::move(*lock));
   impl->api.reset(new Api{cfg, paths, std::move(*repo), DbPool(paths.state_url()), {}, {}, {}});
   if (auto r = impl->api->recover(); !r) return tl::unexpected(r.error());
-  if (auto r = install_git_hooks(paths.root); !r) return tl::unexpected(r.error());
+  if (auto r = install_git_hooks(paths.root, cfg.server_id); !r) return tl::unexpected(r.error());
 
   Api* api = impl->api.get();
   auto& http = impl->http;
