@@ -13,7 +13,8 @@
 #   6. forged evidence (bench_result.yaml, a .pt tensor) is refused, naming
 #      the file, the rule and the fix, and records nothing;
 #   7. the worker accepts the route push; git fetch origin refs/jobs/<id>
-#      brings the job's evidence.
+#      brings the job's evidence;
+#   8. a maintainer's push to main is a submission to main, not a move.
 # Usage: git.sh KZOO_BINARY SOURCE_DIR
 set -uo pipefail
 KZOO=${1:?usage: git.sh KZOO_BINARY SOURCE_DIR}
@@ -205,6 +206,15 @@ git -C "$T/alice" checkout -q -B work "$fused"
 run_to "alice rebases her pushed commit onto the accepted route: the change is already there" 0 \
   git -C "$T/alice" pull -q --rebase origin routes/fast-softmax
 check "... her branch is the route's head" "$([ "$(git -C "$T/alice" rev-parse HEAD)" = "$route_tip" ]; echo $?)"
+
+# ---------------------------------------------------------------- 8. a maintainer's push to main
+main1=$(remote_ref refs/heads/main)
+git -C "$T/alice" fetch -q origin && git -C "$T/alice" checkout -q -B m origin/main &&
+  echo "# reviewed" >>"$T/alice/$SOFT/src/softmax.py" && git -C "$T/alice" commit -qam "softmax: a maintainer's note"
+run_to "a maintainer's push to main is answered with a submission to main" 0 \
+  "$AS" "$MAINT_TOKEN" -C "$T/alice" push origin HEAD:main
+check "... queued on main, and main has not moved" \
+  "$(grep -q "on main: queued" "$T/err" && [ "$(remote_ref refs/heads/main)" = "$main1" ]; echo $?)"
 
 echo "$CHECKS checks, $FAILS failed"
 [ "$FAILS" = 0 ]
