@@ -22,6 +22,10 @@ PKGS=(
   libkainjow-mustache-dev libcmark-dev
   # the judge (CPU PyTorch for machines without a GPU) and the sandbox
   python3 python3-torch python3-yaml python3-numpy bubblewrap
+  # `kzoo serve` runs git's own /usr/lib/git-core/git-http-backend for clones
+  # and pushes over HTTP (docs/GIT.md): git is a runtime dependency, not only
+  # the toolchain's (git >= 2.29 for the proc-receive hook; bookworm has 2.39)
+  git
 )
 runtime_only=0
 [ "${1:-}" = --runtime ] && runtime_only=1

@@ -99,4 +99,34 @@ std::optional<std::string> bearer(std::string_view h) {
   return std::string(t);
 }
 
+std::optional<std::string> basic_password(std::string_view h) {
+  constexpr std::string_view kScheme = "Basic ";
+  if (h.size() <= kScheme.size() || h.size() > 4096) return std::nullopt;
+  for (std::size_t i = 0; i < kScheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(h[i])) != std::tolower(static_cast<unsigned char>(kScheme[i])))
+      return std::nullopt;
+  std::string_view b = h.substr(kScheme.size());
+  while (!b.empty() && b.front() == ' ') b.remove_prefix(1);
+  while (!b.empty() && b.back() == ' ') b.remove_suffix(1);
+  // Standard base64 (RFC 7617), padding optional.
+  std::string out;
+  unsigned acc = 0;
+  int bits = 0;
+  for (char c : b) {
+    int v = c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 : c >= '0' && c <= '9' ? c - '0' + 52
+            : c == '+' ? 62 : c == '/' ? 63 : c == '=' ? -2 : -1;
+    if (v == -1) return std::nullopt;
+    if (v == -2) break;
+    acc = (acc << 6) | static_cast<unsigned>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  auto colon = out.find(':');
+  if (colon == std::string::npos || colon + 1 >= out.size()) return std::nullopt;
+  return out.substr(colon + 1);
+}
+
 }  // namespace kzoo::access

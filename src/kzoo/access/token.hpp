@@ -51,4 +51,9 @@ bool token_matches(const TokenText& presented, const std::string& stored_hash);
 // not of that form.
 std::optional<std::string> bearer(std::string_view authorization_header);
 
+// "Basic base64(user:token)" -> the token text (the password; the user name
+// is ignored): git and its credential helpers send a token this way, the
+// convention of the big forges. nullopt when the header is not of that form.
+std::optional<std::string> basic_password(std::string_view authorization_header);
+
 }  // namespace kzoo::access

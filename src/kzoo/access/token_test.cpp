@@ -75,5 +75,18 @@ TEST(Token, BearerHeadersAreReadCaseInsensitivelyAndNothingElseIs) {
   EXPECT_FALSE(bearer("Bearerabc"));
 }
 
+// git sends the token as the Basic password (docs/GIT.md): the user name is
+// anything, the token is everything after the first colon.
+TEST(Token, BasicHeadersYieldThePasswordWhateverTheUserName) {
+  // "x:kzoo_ab_cd" and "any one:kzoo_a:b" in base64
+  EXPECT_EQ(basic_password("Basic eDprem9vX2FiX2Nk"), "kzoo_ab_cd");
+  EXPECT_EQ(basic_password("basic YW55IG9uZTprem9vX2E6Yg=="), "kzoo_a:b");
+  EXPECT_FALSE(basic_password("Basic eDo="));         // "x:" has no password
+  EXPECT_FALSE(basic_password("Basic eA=="));         // "x" has no colon
+  EXPECT_FALSE(basic_password("Basic e!Do"));         // not base64
+  EXPECT_FALSE(basic_password("Bearer kzoo_ab_cd"));
+  EXPECT_FALSE(basic_password("Basic " + std::string(5000, 'A')));  // absurdly long
+}
+
 }  // namespace
 }  // namespace kzoo::access

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kzoo/access/policy.hpp"
+#include "kzoo/gitserve/proc_receive.hpp"
 #include "kzoo/package/package_tree.hpp"
 #include "kzoo/server/config.hpp"
 #include "kzoo/server/data_dir.hpp"
@@ -161,9 +162,33 @@ struct Api {
   // The token check of a page (require, Action::read), its refusal as a page.
   bool page_readable(const httplib::Request& req, httplib::Response& res);
 
+  // git over HTTP (git_api.cpp, docs/GIT.md): git-http-backend as CGI; a
+  // push's refs judged by judge_push, the proc-receive hook's question.
+  void git_info_refs(const httplib::Request& req, httplib::Response& res);
+  void git_rpc(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader);
+  void git_run(const httplib::Request& req, httplib::Response& res, const Caller& caller, const std::string& what,
+               int body_fd, std::uint64_t body_bytes);
+  // The token (Basic password or Bearer), then authorize: read, or for a
+  // push someone signed in; a 401 challenges with Basic, which git answers.
+  std::optional<Caller> git_caller(const httplib::Request& req, httplib::Response& res, bool push);
+  gitserve::PushAnswer judge_push(const Caller& caller, const std::vector<gitserve::PushCommand>& cmds);
+  gitserve::RefResult judge_ref(const Caller& caller, store::StateDb& db, const gitserve::PushCommand& c,
+                                std::vector<std::string>& messages);
+
   // Rejects submissions left `received` by a killed server; deletes stray uploads.
   Result<int> recover();
 };
+
+// A fetch's request body (git's negotiation; git-http-backend's own default
+// buffer is 10 MB) and a push's (a pack: max_upload_bytes, plus room for the
+// ref commands so that git's own in-band "pack exceeds maximum allowed size"
+// answers a pack just over the cap).
+constexpr std::uint64_t kGitFetchBodyCap = 10u << 20;
+std::uint64_t git_push_body_cap(const ServerConfig& cfg);
+// DATA/git-hooks/<server id>: the hooks git runs for this server's pushes.
+std::string git_hooks_dir(const std::string& data_dir, const std::string& server_id);
+// Writes git_hooks_dir()/proc-receive, the hook that runs this binary.
+Result<void> install_git_hooks(const std::string& data_dir, const std::string& server_id);
 
 // {"error": {"code", "message", "field"}} (+ extra keys inside "error").
 void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message,

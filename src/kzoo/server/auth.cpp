@@ -31,10 +31,12 @@ std::optional<Caller> Api::require(const httplib::Request& req, httplib::Respons
   Caller c;
   c.address = req.remote_addr;
   if (req.has_header("Authorization")) {
+    // Bearer for the API; Basic (the token as the password) for git and its credential helpers.
     auto text = access::bearer(req.get_header_value("Authorization"));
+    if (!text) text = access::basic_password(req.get_header_value("Authorization"));
     auto parsed = text ? access::parse_token(*text) : std::nullopt;
     if (!parsed) {
-      unauthenticated(res, "the Authorization header is not \"Bearer kzoo_<id>_<secret>\"", true);
+      unauthenticated(res, "the Authorization header is not \"Bearer kzoo_<id>_<secret>\" (or Basic with the token as the password)", true);
       return std::nullopt;
     }
     auto lease = db.get();

@@ -1,5 +1,9 @@
 #include "kzoo/server/service.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -59,7 +63,11 @@ std::string route_label(const std::string& method, const std::string& path) {
   return "unmatched";
 }
 
+bool is_git(const std::string& path) { return path.starts_with("/git/"); }
+
 std::size_t body_cap(const ServerConfig& cfg, const std::string& method, const std::string& path) {
+  if (method == "POST" && is_git(path))
+    return path.ends_with("/git-receive-pack") ? git_push_body_cap(cfg) : kGitFetchBodyCap;
   if (method == "POST" && path == "/api/submissions") return cfg.max_upload_bytes + kMultipartOverhead;
   // A runner's evidence (benchmark output, stderr log, base64) and results.
   if (method == "POST" && path.starts_with("/api/runner/")) return kRunnerBodyCap;
@@ -86,14 +94,18 @@ std::string cap_hint(const ServerConfig& cfg, const std::string& path) {
 // The checks every request passes before its body is read. Returns 0 when
 // the request may go on, else the status it was refused with (res filled).
 int refuse_before_body(const ServerConfig& cfg, const httplib::Request& req, httplib::Response& res) {
-  if (req.has_header("Transfer-Encoding")) {
+  // git sends a pack over 1 MiB chunked, and a large fetch negotiation
+  // gzipped: its routes take both and count the decoded bytes themselves
+  // while streaming (git_api.cpp), which is what the cap is about.
+  const bool git = is_git(req.path);
+  if (req.has_header("Transfer-Encoding") && !git) {
     send_error(res, 411, "length_required",
                fmt::format("Transfer-Encoding \"{}\" is refused: send the body with a Content-Length header "
                            "(uploads are capped at {} bytes)",
                            req.get_header_value("Transfer-Encoding"), cfg.max_upload_bytes));
     return 411;
   }
-  if (req.has_header("Content-Encoding")) {
+  if (req.has_header("Content-Encoding") && !git) {
     send_error(res, 415, "encoding_refused",
                fmt::format("Content-Encoding \"{}\" is refused: send the body unencoded (a .tar.gz package is "
                            "already compressed)",
@@ -175,6 +187,9 @@ const std::vector<Route>& routes() {
       {"GET", "/submissions/{id}", "/submissions/([0-9]{1,18})"},
       {"GET", "/issues", "/issues"},
       {"GET", "/issues/{id}", "/issues/([0-9]{1,18})"},
+      {"GET", "/git/kernel_data/info/refs", "/git/kernel_data(?:\\.git)?/info/refs"},
+      {"POST", "/git/kernel_data/git-upload-pack", "/git/kernel_data(?:\\.git)?/git-upload-pack"},
+      {"POST", "/git/kernel_data/git-receive-pack", "/git/kernel_data(?:\\.git)?/git-receive-pack"},
   };
   return r;
 }
@@ -237,6 +252,17 @@ void DbPool::put(std::unique_ptr<store::StateDb> db) {
 // (front_door.hpp) instead of by httplib's own accept loop and threads.
 struct Router : httplib::Server {
   using httplib::Server::process_request;
+  // httplib stops writing a streamed response (set_content_provider: git's
+  // packs, git_api.cpp) as soon as it believes the server is shutting down,
+  // which it reads as svr_sock_ == INVALID_SOCKET. The front door owns the
+  // listening socket and this router never listens, so it holds a
+  // placeholder descriptor instead; without one every streamed body was
+  // cut to nothing after its headers.
+  Router() { svr_sock_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+  ~Router() override {
+    const int fd = svr_sock_.exchange(INVALID_SOCKET);
+    if (fd >= 0) ::close(fd);
+  }
 };
 
 struct Service::Impl {
@@ -274,6 +300,7 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   impl->lock.emplace(std::move(*lock));
   impl->api.reset(new Api{cfg, paths, std::move(*repo), DbPool(paths.state_url()), {}, {}, {}});
   if (auto r = impl->api->recover(); !r) return tl::unexpected(r.error());
+  if (auto r = install_git_hooks(paths.root, cfg.server_id); !r) return tl::unexpected(r.error());
 
   Api* api = impl->api.get();
   auto& http = impl->http;
@@ -297,7 +324,8 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   impl->door = std::make_unique<FrontDoor>(limits, [router](httplib::Stream& strm, bool last, bool& close) {
     return router->process_request(strm, last, close, nullptr);
   });
-  http.set_payload_max_length(c.max_upload_bytes + kMultipartOverhead);
+  http.set_payload_max_length(std::max<std::uint64_t>({c.max_upload_bytes + kMultipartOverhead, git_push_body_cap(c),
+                                                       kGitFetchBodyCap}));
   http.set_pre_routing_handler([c](const httplib::Request& req, httplib::Response& res) {
     if (refuse_before_body(c, req, res) == 0) return httplib::Server::HandlerResponse::Unhandled;
     // The body was not read: the connection cannot carry another request.
@@ -338,6 +366,13 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
 
   http.Post("/api/submissions", [api](const httplib::Request& req, httplib::Response& res,
                                       const httplib::ContentReader& reader) { api->post_submission(req, res, reader); });
+  for (const auto& r : routes()) {
+    if (r.path == "/git/kernel_data/info/refs")
+      http.Get(r.pattern, [api](const httplib::Request& req, httplib::Response& res) { api->git_info_refs(req, res); });
+    else if (r.method == "POST" && r.path.starts_with("/git/"))
+      http.Post(r.pattern, [api](const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& reader) { api->git_rpc(req, res, reader); });
+  }
   auto get = [&](const std::string& path, void (Api::*fn)(const httplib::Request&, httplib::Response&)) {
     for (const auto& r : routes())
       if (r.method == "GET" && r.path == path)
