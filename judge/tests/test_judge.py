@@ -296,7 +296,7 @@ class Package(unittest.TestCase):
         self.assertEqual([c["test_case_id"] for c in doc["cases"]], ["softmax-b"])
         c = doc["cases"][0]
         self.assertEqual(set(c), {"test_case_id", "status", "correct", "error_rel", "error_abs_max", "metrics",
-                                  "samples", "spread", "gates", "message", "guardrails"})
+                                  "samples", "spread", "gates", "message", "guardrails", "top_kernels"})
         self.assertEqual(set(c["metrics"]), {"bandwidth"})
         self.assertEqual(c["samples"], 4)
         self.assertIn('measure shape {"C": 128, "R": 32}', c["message"])  # the second graded shape's measure twin
@@ -450,6 +450,33 @@ class Bound(unittest.TestCase):
                                            Options({}, "cuda")), (0.01, 0.01))  # the strictest of the cases
         self.assertIsNone(elementwise_bound([Case("a", "w", {})], Options({}, "cuda")))
         self.assertIsNone(elementwise_bound([Case("a", "w", {}, atol=0.0, rtol=0.0)], Options({}, "cuda")))
+
+    def test_a_failed_case_names_its_worst_element_and_the_shape_it_ran(self):
+        doc = h.judge(h.softmax_task(), """
+            import torch
+            def softmax(x):
+                y = torch.softmax(x, dim=-1)
+                y[-1, 2] += 3.0
+                return y
+        """)
+        c = case0(doc)
+        self.assertEqual(c["status"], "incorrect", c["message"])
+        w = c["worst"]
+        self.assertEqual(w["output"], "y")
+        self.assertEqual(w["index"][1], 2)
+        self.assertEqual(w["index"][0], w["shape"]["R"] - 1, w)  # the last row of that shape
+        self.assertAlmostEqual(w["out"] - w["expected"], 3.0, places=4)
+        json.dumps(doc, allow_nan=False)  # the document stays strict JSON
+
+    def test_a_correct_case_reports_its_top_kernels_and_no_worst_element(self):
+        c = case0(h.judge(h.softmax_task(), "import torch\ndef softmax(x):\n    return torch.softmax(x, dim=-1)\n"))
+        self.assertTrue(c["correct"], c["message"])
+        self.assertNotIn("worst", c)
+        top = c["top_kernels"]
+        self.assertTrue(top, c)
+        self.assertTrue(any("softmax" in k["name"] for k in top), top)
+        self.assertAlmostEqual(sum(k["share"] for k in top), 1.0, delta=0.05 if len(top) < 8 else 1.0)
+        self.assertEqual([k["time_us"] for k in top], sorted((k["time_us"] for k in top), reverse=True))
 
     def test_a_call_outside_the_bound_is_incorrect_with_the_element_named(self):
         task = taskmod.Task(json.loads(json.dumps(h.softmax_task(tol=0.5))))

@@ -80,7 +80,7 @@ inline constexpr const char* kBoard = R"({{> head}}
 <h2>Kernels</h2>
 <p>Score: <strong id="geomean">{{best_geomean}}</strong> (the geometric mean of the best verified speed-up of each kernel).</p>
 <table id="kernels"><tr><th>Kernel</th><th class="num">Eager (µs)</th><th class="num">Best verified (µs)</th><th class="num">Speed-up</th><th>Route</th><th class="num">% of roofline</th></tr>
-{{#kernels}}<tr class="kernel-row" data-kernel="{{kernel_id}}"><td><a href="/kernels/{{kernel_id}}">{{kernel_id}}</a></td><td class="num">{{eager}}</td><td class="num">{{best}}</td><td class="num speedup">{{speedup}}</td><td>{{route}}</td><td class="num">{{roofline}}</td></tr>{{/kernels}}
+{{#kernels}}<tr class="kernel-row" data-kernel="{{kernel_id}}"><td><a href="/kernels/{{kernel_id}}">{{kernel_id}}</a>{{#has_status}} <span class="muted kernel-status">{{status}}</span>{{/has_status}}</td><td class="num">{{eager}}</td><td class="num">{{best}}</td><td class="num speedup">{{speedup}}</td><td>{{route}}</td><td class="num">{{roofline}}</td></tr>{{/kernels}}
 </table>
 {{#has_versions}}<p id="versions">Boards: {{#versions}}<a href="/boards/{{v}}">version {{v}}</a> {{/versions}}</p>{{/has_versions}}
 {{> foot}})";

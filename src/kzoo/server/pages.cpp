@@ -199,7 +199,10 @@ std::string render_board_page(const json& b) {
   for (const auto& k : b["kernels"]) {
     kernels.push_back({{"kernel_id", k["kernel_id"]}, {"eager", fixed(k["eager_us"], 1)}, {"best", fixed(k["best_us"], 1)},
                        {"speedup", fixed(k["speedup"], 4)}, {"route", text(k["route"])},
-                       {"roofline", fixed(k["roofline_pct"], 1)}});
+                       {"roofline", fixed(k["roofline_pct"], 1)},
+                       // frozen or deprecated (desc.yaml): marked beside the kernel's name
+                       {"has_status", k.contains("status") && k["status"].is_string() && k["status"] != "normal"},
+                       {"status", k.contains("status") ? text(k["status"], "") : std::string()}});
     logsum += std::log(k["speedup"].is_number() ? k["speedup"].get<double>() : 1.0);
   }
   v["kernels"] = kernels;

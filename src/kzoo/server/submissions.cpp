@@ -184,6 +184,16 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
                    fmt::format("kernel \"{}\" does not exist in the repository at {}: GET /api/kernels lists them",
                                kernel_id, (*index)->head.substr(0, 12)),
                    "kernel_id"});
+  // The seed's desc.yaml status: a frozen kernel takes no submissions (it is
+  // kept as it is, e.g. a reference others are measured against); a
+  // deprecated one still does, and is marked where kernels are listed.
+  if (auto st = (*index)->status.find(kernel_id); st != (*index)->status.end() && st->second == "frozen")
+    return refuse({409, "kernel_frozen",
+                   fmt::format("kernel \"{}\" is frozen (its desc.yaml says status: frozen at {}): it takes no "
+                               "submissions. A maintainer may change that: a commit to main setting status: normal in "
+                               "its desc.yaml (maintainers push and merge into main, docs/SECURITY.md)",
+                               kernel_id, (*index)->head.substr(0, 12)),
+                   "kernel_id", {{"status", "frozen"}}});
   auto sha = file->finish();
   if (!sha) return refuse({500, "storage", sha.error().message});
 

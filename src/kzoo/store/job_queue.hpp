@@ -64,6 +64,14 @@ class JobQueue {
   // Held jobs, oldest first.
   virtual StateResult<std::vector<HeldJob>> held_jobs(int limit = 100) = 0;
 
+  // The queue as people read it (GET /api/jobs, `kzoo queue`): jobs with
+  // their submission's kernel and submitter, filtered and paged (JobFilter).
+  // invalid for a limit outside 1-1000 or a negative cursor.
+  virtual StateResult<std::vector<JobListing>> list_jobs(const JobFilter& f) = 0;
+  // Where a job stands in line: 1 when a worker's next claim takes it;
+  // nullopt when it is not waiting to be claimed (held, running, finished).
+  virtual StateResult<std::optional<std::int64_t>> queue_position(std::int64_t job_id) = 0;
+
   // The database's clock (leases and expiry are measured by it).
   virtual UnixMs now() = 0;
 };

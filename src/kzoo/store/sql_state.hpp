@@ -147,6 +147,8 @@ class SqlJobQueue : public virtual JobQueue {
   StateResult<std::int64_t> count_claimable() override;
   StateResult<Job> release_job(std::int64_t job_id) override;
   StateResult<std::vector<HeldJob>> held_jobs(int limit) override;
+  StateResult<std::vector<JobListing>> list_jobs(const JobFilter& f) override;
+  StateResult<std::optional<std::int64_t>> queue_position(std::int64_t job_id) override;
   UnixMs now() override;
 
  private:

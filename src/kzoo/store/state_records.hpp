@@ -164,4 +164,26 @@ struct SubmissionFilter {
   int limit = 100;
 };
 
+// What the queue's listing (JobQueue::list_jobs) selects. Paged by job id:
+// newest first below `before_id`, or, given `after_id`, oldest first above
+// it, which is the order workers claim in (after_id = 0 starts at the head).
+struct JobFilter {
+  std::vector<State> states;         // any of these; empty: every state
+  std::optional<bool> held;          // only queued jobs are held: true = waiting for a person, false = claimable
+  std::optional<std::string> kernel_id;
+  std::optional<std::string> submitter_id;
+  std::int64_t before_id = INT64_MAX;
+  std::optional<std::int64_t> after_id;
+  int limit = 100;
+};
+
+// A job as the queue's listing shows it: with what it grades and, while a
+// worker may claim it, its place in line.
+struct JobListing {
+  Job job;
+  std::string kernel_id, submitter_id, route, kind;
+  // 1 = the next job a worker claims; only for queued jobs that are not held.
+  std::optional<std::int64_t> position;
+};
+
 }  // namespace kzoo::store
