@@ -84,6 +84,23 @@ def top_kernels(events, calls, device, n=8):
              "share": (t / total) if total > 0 else 0.0} for name, (c, t) in top]
 
 
+# The unit of each gate's value and limit (the service's verdict uses the same: verdict.cpp gate_unit).
+GATE_UNITS = {
+    "roofline": "us",
+    "library-calls": "vendor-library calls the reference does not make",
+    "kernels-per-step": "kernels per call",
+    "dominant-share": "share of kernel time in the largest kernel",
+}
+
+
+def gate_failure(name, g):
+    """Why gate `name` failed, its figures in their unit."""
+    unit = GATE_UNITS.get(name, "")
+    u = (" " + unit) if unit else ""
+    fmt = lambda x: ("%.4g" % x) if isinstance(x, (int, float)) else str(x)  # noqa: E731
+    return "gate %s failed: %s%s, limit %s%s" % (name, fmt(g.get("value")), u, fmt(g.get("limit")), u)
+
+
 def extra_gates(task, figures):
     out, msgs = {}, []
     for g in task.extra_gates:

@@ -926,11 +926,20 @@ class Judge:
         reasons = []
         for c in cases:
             if c["status"] != "ok" or not c["correct"]:
-                reasons.append("%s: %s (%s)" % (c["test_case_id"], c["status"], c["message"]))
+                why = "%s (%s)" % (c["status"], c["message"])
+            else:
+                why = "; ".join(gates.gate_failure(name, g) for name, g in c["gates"].items() if not g.get("pass"))
+            if not why:
                 continue
-            for name, g in c["gates"].items():
-                if not g.get("pass"):
-                    reasons.append("%s: gate %s failed (value %s, limit %s)" % (c["test_case_id"], name, g.get("value"), g.get("limit")))
+            # One reason per distinct failure: a correctness failure ends every case of its
+            # workload with the same message, and is said once, naming the cases.
+            for r in reasons:
+                if r[1] == why:
+                    r[0].append(c["test_case_id"])
+                    break
+            else:
+                reasons.append(([c["test_case_id"]], why))
+        reasons = ["%s: %s" % (", ".join(ids), why) for ids, why in reasons]
         accept = not reasons and bool(cases)
         doc = {
             "schema_version": "1",

@@ -140,6 +140,7 @@ class GatesInARun(unittest.TestCase):
         self.assertFalse(c["gates"]["kernels-per-step"]["pass"], c["gates"])
         self.assertFalse(doc["overall"]["accept"])
         self.assertIn("gate kernels-per-step failed", doc["overall"]["accept_reason"])
+        self.assertIn("kernels per call, limit 2 kernels per call", doc["overall"]["accept_reason"])  # units
 
     def test_library_call_the_reference_does_not_make(self):
         doc = h.judge(h.softmax_task(), """
@@ -467,6 +468,9 @@ class Bound(unittest.TestCase):
         self.assertEqual(w["index"][0], w["shape"]["R"] - 1, w)  # the last row of that shape
         self.assertAlmostEqual(w["out"] - w["expected"], 3.0, places=4)
         json.dumps(doc, allow_nan=False)  # the document stays strict JSON
+        # One failure ends every case: the reason says it once, naming them all.
+        self.assertEqual(doc["overall"]["accept_reason"].count("correctness trials"), 1, doc["overall"]["accept_reason"])
+        self.assertTrue(doc["overall"]["accept_reason"].startswith(", ".join(c["test_case_id"] for c in doc["cases"]) + ": "))
 
     def test_a_correct_case_reports_its_top_kernels_and_no_worst_element(self):
         c = case0(h.judge(h.softmax_task(), "import torch\ndef softmax(x):\n    return torch.softmax(x, dim=-1)\n"))

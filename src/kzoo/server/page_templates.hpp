@@ -108,9 +108,9 @@ inline constexpr const char* kSubmission = R"({{> head}}
 <tr><th>Summary</th><td>{{summary}}</td></tr><tr><th>Commit</th><td><code>{{accepted_commit}}</code></td></tr>
 <tr><th>Created</th><td>{{created_at}}</td></tr></table>
 <h2>Cases</h2>
-<table id="cases"><tr><th>Case</th><th>Status</th><th>Correct</th><th>Metrics</th><th class="num">Speed-up over the incumbent</th><th>Message</th></tr>
-{{#cases}}<tr><td>{{test_case_id}}</td><td>{{status}}</td><td>{{correct}}</td><td>{{metrics}}</td><td class="num">{{speedup}}</td><td>{{message}}</td></tr>{{/cases}}
-{{^cases}}<tr><td colspan="6" class="muted">No case was run.</td></tr>{{/cases}}
+<table id="cases"><tr><th>Case</th><th>Status</th><th>Correct</th><th>Metrics</th><th class="num">% of roofline</th><th class="num">Speed-up over the incumbent</th><th class="num">Speed-up over eager</th><th>Top kernels by device time</th><th>Errors</th><th>Message</th></tr>
+{{#cases}}<tr><td>{{test_case_id}}<br><span class="muted">{{shape}}</span></td><td>{{status}}</td><td>{{correct}}</td><td>{{metrics}}</td><td class="num">{{roofline}}</td><td class="num">{{speedup}}</td><td class="num">{{eager}}</td><td class="top-kernels">{{top}}</td><td class="errors">{{errors}}</td><td>{{message}}</td></tr>{{/cases}}
+{{^cases}}<tr><td colspan="10" class="muted">No case was run.</td></tr>{{/cases}}
 </table>
 <h2>Reasons</h2>
 <ul id="reasons">{{#reasons}}<li>{{.}}</li>{{/reasons}}{{^reasons}}<li class="muted">none</li>{{/reasons}}</ul>
