@@ -40,8 +40,12 @@ std::string line(const json& j) {
                                                                : "a maintainer to release it",
                        text(j, "hold_reason"));
   if (state == "queued")
-    return fmt::format("queued #{:<2} {}  since {}", j["position"].is_number() ? j["position"].get<std::int64_t>() : 0,
-                       what, text(j, "created_at"));
+    return fmt::format("queued #{:<2} {}  since {}{}{}", j["position"].is_number() ? j["position"].get<std::int64_t>() : 0,
+                       what, text(j, "created_at"),
+                       text(j, "requires_compute_capability").empty()
+                           ? ""
+                           : ", needs compute capability " + text(j, "requires_compute_capability"),
+                       text(j, "passed_over").empty() ? "" : "; " + text(j, "passed_over"));
   return fmt::format("{:<9} {}  ended {}", state, what, text(j, "finished_at"));
 }
 

@@ -161,6 +161,15 @@ nlohmann::json job_json(const store::Job& j, std::optional<std::int64_t> positio
           {"heartbeat_at", running ? opt_time(j.heartbeat_at) : nlohmann::json()},
           {"lease_expires_at", running ? opt_time(j.lease_expires_at) : nlohmann::json()},
           {"finished_at", opt_time(j.finished_at)},
+          // What a GPU runner needs to take it, and -- while it waits -- the last
+          // runner that left it for lacking that: a job no runner can take says so.
+          {"requires_compute_capability",
+           j.requires_cc > 0 ? nlohmann::json(fmt::format("{}.{}", j.requires_cc / 10, j.requires_cc % 10)) : nlohmann::json()},
+          {"passed_over", j.state == store::State::queued && !j.passed_over.empty()
+                              ? nlohmann::json(fmt::format("no runner that tried could take it: {} lacks compute "
+                                                           "capability {}.{}",
+                                                           j.passed_over, j.requires_cc / 10, j.requires_cc % 10))
+                              : nlohmann::json()},
           {"links",
            {{"submission", fmt::format("/api/submissions/{}", j.submission_id)},
             {"log", fmt::format("/api/jobs/{}/log", j.id)}}}};

@@ -211,6 +211,32 @@ TEST_F(QueueApiTest, EveryQueryTheListsDoNotTakeIsA400NamingTheParameterAndChang
   EXPECT_EQ(get("/api/jobs").body["jobs"].size(), 2u) << "the tables are all still there";
 }
 
+TEST_F(QueueApiTest, AJobNoRunnerThatTriedCouldTakeSaysWhyItWaits) {
+  // The kernel's task asks for compute capability 9.0 (the catalog's tasks/ beside its kernel_data).
+  write_file(tmp_.path() / "tasks/softmax/task.json", R"({"name": "softmax", "environment": {"min_compute_capability": "9.0"}})");
+  const auto id = submit(member_);
+  httplib::Client c(svc_->url());
+  c.set_bearer_token_auth(runner_);
+  auto older = c.Post("/api/runner/claim", json{{"worker", "a100"}, {"compute_capability", "8.0"}}.dump(), "application/json");
+  ASSERT_TRUE(older);
+  EXPECT_EQ(older->status, 204) << "an 8.0 device takes nothing that needs 9.0: " << older->body;
+  auto q = get("/api/jobs?state=queued");
+  ASSERT_EQ(q.body["jobs"].size(), 1u) << q.text;
+  const json& j = q.body["jobs"][0];
+  EXPECT_EQ(j["requires_compute_capability"], "9.0");
+  const std::string why = j["passed_over"].is_string() ? j["passed_over"].get<std::string>() : "";
+  EXPECT_NE(why.find("/a100 (compute capability 8.0)"), std::string::npos) << j;
+  EXPECT_NE(why.find("lacks compute capability 9.0"), std::string::npos) << j;
+  auto bad = c.Post("/api/runner/claim", json{{"worker", "x"}, {"compute_capability", "nine"}}.dump(), "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["error"]["field"], "compute_capability");
+  auto fits = c.Post("/api/runner/claim", json{{"worker", "h200"}, {"compute_capability", "9.0"}}.dump(), "application/json");
+  ASSERT_TRUE(fits);
+  EXPECT_EQ(fits->status, 200) << fits->body;
+  EXPECT_EQ(json::parse(fits->body)["submission"]["id"], id);
+}
+
 TEST_F(QueueApiTest, TheListsArePublicReadsUnlessTheServerRequiresATokenForReads) {
   submit(member_);
   for (const char* path : {"/api/submissions", "/api/jobs"}) EXPECT_EQ(get(path).status, 200) << path;

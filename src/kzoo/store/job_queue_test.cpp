@@ -280,6 +280,30 @@ TEST_P(JobQueueTest, AQueueListingOutOfRangeIsRefusedAndNamesTheRange) {
   EXPECT_REFUSED(db->list_jobs(f), invalid);
 }
 
+TEST_P(JobQueueTest, AGpuRunnerTakesOnlyJobsItsDeviceCanRunAndTheJobsItLeavesSaySo) {
+  auto hopper = *db->enqueue(submit().id, 3, false, 90);
+  auto ampere = *db->enqueue(submit().id, 3, false, 80);
+  EXPECT_EQ(hopper.requires_cc, 90);
+  auto old = db->claim_job("a100-1", 60, 80);
+  ASSERT_TRUE(old && *old) << (old ? "nothing claimed" : old.error().message);
+  EXPECT_EQ((*old)->id, ampere.id) << "the older job needs 9.0: an 8.0 device leaves it";
+  auto left = db->get_job(hopper.id);
+  EXPECT_EQ(left->state, State::queued);
+  EXPECT_EQ(left->passed_over.rfind("a100-1 (compute capability 8.0) at ", 0), 0u) << left->passed_over;
+  auto none = db->claim_job("a100-1", 60, 80);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none) << "nothing else it can run";
+  auto h = db->claim_job("h200-1", 60, 90);
+  ASSERT_TRUE(h && *h);
+  EXPECT_EQ((*h)->id, hopper.id);
+  auto cpu_job = *db->enqueue(submit().id, 3, false, 90);
+  auto cpu = db->claim_job("cpu-1", 60);
+  ASSERT_TRUE(cpu && *cpu);
+  EXPECT_EQ((*cpu)->id, cpu_job.id) << "a CPU runner (no capability given) checks any task on the CPU";
+  EXPECT_REFUSED(db->claim_job("x", 60, 0), invalid);
+  EXPECT_REFUSED(db->enqueue(submit().id, 3, false, -1), invalid);
+}
+
 TEST_P(JobQueueTest, TwoConnectionsClaimingAThousandJobsNeverShareOne) {
   constexpr int kJobs = 1000;
   for (int i = 0; i < kJobs; ++i) queued();

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "kzoo/store/sql_state.hpp"
+#include "kzoo/util/iso_time.hpp"
 
 namespace kzoo::store::sql {
 
@@ -25,20 +26,33 @@ Value json_or_null(const nlohmann::json& j) { return j.is_null() ? Value(nullptr
 
 }  // namespace
 
-StateResult<std::optional<Job>> SqlJobQueue::claim_job(const std::string& worker_id, int lease_seconds) {
+StateResult<std::optional<Job>> SqlJobQueue::claim_job(const std::string& worker_id, int lease_seconds,
+                                                       std::optional<int> cc) {
   return c_.guarded([&] {
     check_worker(worker_id);
     check_lease(lease_seconds);
+    if (cc && (*cc < 1 || *cc > 1000))
+      refuse(StateError::invalid, fmt::format("compute capability {} is out of range: give tenths from 1 to 1000 "
+                                              "(90 is 9.0)",
+                                              *cc));
     return c_.write([&]() -> std::optional<Job> {
       UnixMs now = c_.db().now();
+      // A GPU runner takes only what its device can run (its capability is a
+      // number, written into the statement); the jobs it leaves say so.
+      const std::string fits = cc ? fmt::format(" AND requires_cc <= {}", *cc) : "";
+      if (cc)
+        c_.db().exec(fmt::format("UPDATE jobs SET passed_over=$1 WHERE state='queued' AND held=0 AND requires_cc > {}",
+                                 *cc),
+                     {fmt::format("{} (compute capability {}.{}) at {}", worker_id, *cc / 10, *cc % 10,
+                                  iso8601_utc(now))});
       // The subquery picks one row; on PostgreSQL it skips rows another
       // claimer has locked, so concurrent claimers never wait on each other.
       auto rows = c_.db().query(
           fmt::format("UPDATE jobs SET state='running', attempts=attempts+1, lease_owner=$1, lease_expires_at=$2, "
                       "heartbeat_at=$3, started_at=$3 "
-                      "WHERE id = (SELECT id FROM jobs WHERE state='queued' AND held=0 ORDER BY id LIMIT 1{}) "
+                      "WHERE id = (SELECT id FROM jobs WHERE state='queued' AND held=0{} ORDER BY id LIMIT 1{}) "
                       "RETURNING {}",
-                      c_.db().skip_locked(), Core::kJobCols),
+                      fits, c_.db().skip_locked(), Core::kJobCols),
           {worker_id, now + static_cast<UnixMs>(lease_seconds) * 1000, now});
       if (rows.empty()) return std::nullopt;
       Job j = Core::job_of(rows.front());
@@ -286,11 +300,11 @@ StateResult<std::vector<JobListing>> SqlJobQueue::list_jobs(const JobFilter& f) 
     for (const auto& r : rows) {
       JobListing l;
       l.job = Core::job_of(r);
-      l.kernel_id = r.text(16);
-      l.submitter_id = r.text(17);
-      l.route = r.text(18);
-      l.kind = r.text(19);
-      l.position = r.opt(20);
+      l.kernel_id = r.text(18);
+      l.submitter_id = r.text(19);
+      l.route = r.text(20);
+      l.kind = r.text(21);
+      l.position = r.opt(22);
       out.push_back(std::move(l));
     }
     return out;

@@ -151,6 +151,11 @@ ALTER TABLE submissions ADD COLUMN received_by TEXT NOT NULL DEFAULT '';
 CREATE INDEX submissions_received ON submissions(received_by, id) WHERE state = 'received';
 ALTER TABLE audit ADD COLUMN address TEXT NOT NULL DEFAULT '';
 )SQL"},
+    {7, "the compute capability a job needs (desc.yaml min_arch_feature, the task's min_compute_capability) "
+        "and which runner last passed it over for lacking it", R"SQL(
+ALTER TABLE jobs ADD COLUMN requires_cc INTEGER NOT NULL DEFAULT 0 CHECK (requires_cc >= 0);
+ALTER TABLE jobs ADD COLUMN passed_over TEXT NOT NULL DEFAULT '';
+)SQL"},
 };
 
 }  // namespace

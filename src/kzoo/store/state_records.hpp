@@ -136,6 +136,12 @@ struct Job {
   // Why it waits while held: kHeldAdmin (for a maintainer) or kHeldPullRequest
   // (for its route's owner to merge it); empty if never held.
   std::string hold_reason;
+  // The compute capability, in tenths (90 = 9.0), a GPU runner needs to claim
+  // it (desc.yaml min_arch_feature, the task's min_compute_capability); 0: any.
+  int requires_cc = 0;
+  // The last GPU runner that left it for lacking that: "<worker> (compute
+  // capability 8.0) at <time>"; empty if none did.
+  std::string passed_over;
 };
 
 // What a worker hands back when it finishes a job.
