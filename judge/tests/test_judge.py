@@ -427,6 +427,17 @@ class OnTheGpu(unittest.TestCase):
         c = case0(h.judge(h.softmax_task(), "def softmax(x):\n    return x\n", device="cuda"))
         self.assertEqual(c["status"], "incorrect")
 
+    def test_feedback_on_the_gpu(self):
+        """Top kernels from the CUDA profiler events; the worst element of a failure."""
+        c = case0(h.judge(h.softmax_task(dtype="bfloat16", tol=1e-2), h.GOOD_SOFTMAX, device="cuda"))
+        top = c["top_kernels"]
+        self.assertTrue(top and top[0]["time_us"] > 0 and top[0]["count"] > 0, top)
+        self.assertAlmostEqual(sum(k["share"] for k in top), 1.0, delta=0.05 if len(top) < 8 else 1.0)
+        bad = case0(h.judge(h.softmax_task(), "import torch\ndef softmax(x):\n    y = torch.softmax(x, dim=-1)\n"
+                                              "    y[-1, 2] += 3.0\n    return y\n", device="cuda"))
+        self.assertEqual(bad["status"], "incorrect")
+        self.assertEqual(bad["worst"]["index"], [bad["worst"]["shape"]["R"] - 1, 2], bad["worst"])
+
 
 @unittest.skipUnless(__import__("torch").cuda.is_available(), "needs CUDA")
 class HardenedJudgeOnTheGpu(unittest.TestCase):
