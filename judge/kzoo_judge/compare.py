@@ -136,13 +136,14 @@ def _compare_exact(o, e, spec):
 
 
 class _Worst:
-    """The element farthest outside the elementwise bound, over chunks."""
+    """The element farthest outside the elementwise bound, over chunks; without a bound, the
+    element with the largest |difference| (what a contributor looks at first on a failure)."""
 
     def __init__(self):
         self.ratio, self.flat, self.out, self.exp = 0.0, None, None, None
 
     def take(self, d, of, ef, start, bound):
-        atol, rtol = bound
+        atol, rtol = bound if bound is not None else (1.0, 0.0)
         r = d.abs() / (atol + rtol * ef.abs())
         k = int(torch.argmax(r))
         v = float(r[k])
@@ -158,7 +159,7 @@ def _compare_values(o, e, spec, rowwise, bound=None):
     cols = e.shape[-1] if e.dim() >= 1 else 1
     absmax, dd, ee, row_errs = 0.0, 0.0, 0.0, []
     mismatches, first = 0, None
-    worst = _Worst() if bound is not None else None
+    worst = _Worst()
     for oc, ec, start in _chunks(o, e, cols):
         of, ef = _as_f64(oc, fmt), _as_f64(ec, fmt)
         fin = torch.isfinite(ef)
@@ -203,7 +204,7 @@ def compare(outs, exps, specs, comparator, tolerance, row_pass=1.0, device=None,
     reasons = []
     if comparator == "exact":
         bound = None
-    bound_ratio, worst_doc = (0.0 if bound is not None else None), None
+    bound_ratio, worst_doc, worst_ratio = (0.0 if bound is not None else None), None, 0.0
     for o, e, spec in zip(outs, exps, specs):
         why = structure(o, e, repr(spec.name), device, strict_dtype)
         if why:
@@ -219,8 +220,10 @@ def compare(outs, exps, specs, comparator, tolerance, row_pass=1.0, device=None,
         if why:
             return Verdict(False, math.inf, math.inf, why)
         worst_abs = max(worst_abs, absmax)
-        if worst is not None and worst.flat is not None and (worst_doc is None or worst.ratio > bound_ratio):
-            bound_ratio = worst.ratio
+        if worst is not None and worst.flat is not None and (worst_doc is None or worst.ratio > worst_ratio):
+            worst_ratio = worst.ratio
+            if bound is not None:
+                bound_ratio = worst.ratio
             worst_doc = {"output": spec.name, "index": _unravel(worst.flat, list(e.shape)) if e.dim() else [],
                          "out": worst.out, "expected": worst.exp}
         if comparator == "rowwise":

@@ -64,6 +64,43 @@ def profile_figures(events, calls, device):
     return {"kernels-per-step": per_step, "dominant-share": share}
 
 
+def top_kernels(events, calls, device, n=8):
+    """The kernels that took the most device time in the profiler pass, for the submitter:
+    [{name, count, time_us, share}], count and time_us per call, share of the pass's kernel
+    time. On the CPU, aten ops and their CPU time. Feedback only: the child reports these
+    events, so no verdict rests on them."""
+    if device == "cuda":
+        ks = [(name, t) for name, kind, t in events if kind == "kernel"]
+    else:
+        ks = [(name, t) for name, kind, t in events if name.startswith("aten::")]
+    by_name = {}
+    for name, t in ks:
+        c, total = by_name.get(name, (0, 0.0))
+        by_name[name] = (c + 1, total + t)
+    total = sum(t for _, t in by_name.values())
+    per = max(calls, 1)
+    top = sorted(by_name.items(), key=lambda kv: (-kv[1][1], kv[0]))[:n]
+    return [{"name": str(name)[:200], "count": round(c / per, 3), "time_us": t / per,
+             "share": (t / total) if total > 0 else 0.0} for name, (c, t) in top]
+
+
+# The unit of each gate's value and limit (the service's verdict uses the same: verdict.cpp gate_unit).
+GATE_UNITS = {
+    "roofline": "us",
+    "library-calls": "vendor-library calls the reference does not make",
+    "kernels-per-step": "kernels per call",
+    "dominant-share": "share of kernel time in the largest kernel",
+}
+
+
+def gate_failure(name, g):
+    """Why gate `name` failed, its figures in their unit."""
+    unit = GATE_UNITS.get(name, "")
+    u = (" " + unit) if unit else ""
+    fmt = lambda x: ("%.4g" % x) if isinstance(x, (int, float)) else str(x)  # noqa: E731
+    return "gate %s failed: %s%s, limit %s%s" % (name, fmt(g.get("value")), u, fmt(g.get("limit")), u)
+
+
 def extra_gates(task, figures):
     out, msgs = {}, []
     for g in task.extra_gates:

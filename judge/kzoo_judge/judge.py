@@ -640,6 +640,11 @@ class Judge:
             for si, dims in enumerate(shapes):
                 labels = [("correctness", workload, si, t) for t in range(self.opt.trials)]
                 self._batch(dims, labels, "call", verdicts.append)
+        except CaseFailure as e:
+            # The checks made so far, the failed one last, travel with the failure: its errors
+            # and worst element are what the submitter reads (_case_doc).
+            e.verdicts = verdicts
+            raise
         finally:
             self.calls_phase = before
         return verdicts
@@ -756,6 +761,7 @@ class Judge:
                     corr_verdicts += self.correctness(w)
                 except CaseFailure as e:
                     corr_fail = e
+                    corr_verdicts += getattr(e, "verdicts", [])
                     if e.status in ("timeout", "error"):
                         self._drop_child()
                     break
@@ -837,8 +843,9 @@ class Judge:
         value = timing.metric_value(self.task.metric, work, med / 1e9)
         metrics = self._metrics(case, value, med)
         msgs.insert(0, "median %.3f us over %d timed calls, spread %.3f, %s %.6g" % (med / 1e3, len(samples), spread, self.task.metric, value))
-        return self._with_ab(case, self._case_doc(case, "ok", True, verdicts, (samples, spread), gate_doc,
-                                                  "; ".join(m for m in msgs if m), metrics), med, work)
+        doc = self._case_doc(case, "ok", True, verdicts, (samples, spread), gate_doc, "; ".join(m for m in msgs if m), metrics)
+        doc["top_kernels"] = gates.top_kernels(events, calls, self.device)
+        return self._with_ab(case, doc, med, work)
 
     def _with_ab(self, case, doc, med_ns=None, work=None):
         """Adds `incumbent` and `speedup` to a case document when A/B is on."""
@@ -871,7 +878,7 @@ class Judge:
         if failed:
             rel = max(v.error_rel for v in failed)
         clean = lambda x: x if isinstance(x, (int, float)) and math.isfinite(x) else None  # noqa: E731
-        return {
+        doc = {
             "test_case_id": case.id,
             "status": status,
             "correct": bool(correct),
@@ -885,6 +892,14 @@ class Judge:
             "message": message,
             "guardrails": self._guardrails(case, verdicts, timing_fig),
         }
+        # On a failure, the element to look at first: the first failed check's element farthest
+        # outside the bound (or with the largest difference), at the shape it ran.
+        w = next((v for v in failed if getattr(v, "worst", None)), None)
+        if w is not None:
+            doc["worst"] = {"output": str(w.worst["output"]), "index": list(w.worst["index"]),
+                            "shape": dict(getattr(w, "shape", None) or {}),
+                            "out": clean(w.worst["out"]), "expected": clean(w.worst["expected"])}
+        return doc
 
     def _guardrails(self, case, verdicts, timing_fig):
         """What this case was held to, as enforced (schemas/benchmark_output: guardrails)."""
@@ -911,11 +926,20 @@ class Judge:
         reasons = []
         for c in cases:
             if c["status"] != "ok" or not c["correct"]:
-                reasons.append("%s: %s (%s)" % (c["test_case_id"], c["status"], c["message"]))
+                why = "%s (%s)" % (c["status"], c["message"])
+            else:
+                why = "; ".join(gates.gate_failure(name, g) for name, g in c["gates"].items() if not g.get("pass"))
+            if not why:
                 continue
-            for name, g in c["gates"].items():
-                if not g.get("pass"):
-                    reasons.append("%s: gate %s failed (value %s, limit %s)" % (c["test_case_id"], name, g.get("value"), g.get("limit")))
+            # One reason per distinct failure: a correctness failure ends every case of its
+            # workload with the same message, and is said once, naming the cases.
+            for r in reasons:
+                if r[1] == why:
+                    r[0].append(c["test_case_id"])
+                    break
+            else:
+                reasons.append(([c["test_case_id"]], why))
+        reasons = ["%s: %s" % (", ".join(ids), why) for ids, why in reasons]
         accept = not reasons and bool(cases)
         doc = {
             "schema_version": "1",

@@ -140,6 +140,7 @@ class GatesInARun(unittest.TestCase):
         self.assertFalse(c["gates"]["kernels-per-step"]["pass"], c["gates"])
         self.assertFalse(doc["overall"]["accept"])
         self.assertIn("gate kernels-per-step failed", doc["overall"]["accept_reason"])
+        self.assertIn("kernels per call, limit 2 kernels per call", doc["overall"]["accept_reason"])  # units
 
     def test_library_call_the_reference_does_not_make(self):
         doc = h.judge(h.softmax_task(), """
@@ -296,7 +297,7 @@ class Package(unittest.TestCase):
         self.assertEqual([c["test_case_id"] for c in doc["cases"]], ["softmax-b"])
         c = doc["cases"][0]
         self.assertEqual(set(c), {"test_case_id", "status", "correct", "error_rel", "error_abs_max", "metrics",
-                                  "samples", "spread", "gates", "message", "guardrails"})
+                                  "samples", "spread", "gates", "message", "guardrails", "top_kernels"})
         self.assertEqual(set(c["metrics"]), {"bandwidth"})
         self.assertEqual(c["samples"], 4)
         self.assertIn('measure shape {"C": 128, "R": 32}', c["message"])  # the second graded shape's measure twin
@@ -426,6 +427,17 @@ class OnTheGpu(unittest.TestCase):
         c = case0(h.judge(h.softmax_task(), "def softmax(x):\n    return x\n", device="cuda"))
         self.assertEqual(c["status"], "incorrect")
 
+    def test_feedback_on_the_gpu(self):
+        """Top kernels from the CUDA profiler events; the worst element of a failure."""
+        c = case0(h.judge(h.softmax_task(dtype="bfloat16", tol=1e-2), h.GOOD_SOFTMAX, device="cuda"))
+        top = c["top_kernels"]
+        self.assertTrue(top and top[0]["time_us"] > 0 and top[0]["count"] > 0, top)
+        self.assertAlmostEqual(sum(k["share"] for k in top), 1.0, delta=0.05 if len(top) < 8 else 1.0)
+        bad = case0(h.judge(h.softmax_task(), "import torch\ndef softmax(x):\n    y = torch.softmax(x, dim=-1)\n"
+                                              "    y[-1, 2] += 3.0\n    return y\n", device="cuda"))
+        self.assertEqual(bad["status"], "incorrect")
+        self.assertEqual(bad["worst"]["index"], [bad["worst"]["shape"]["R"] - 1, 2], bad["worst"])
+
 
 @unittest.skipUnless(__import__("torch").cuda.is_available(), "needs CUDA")
 class HardenedJudgeOnTheGpu(unittest.TestCase):
@@ -450,6 +462,36 @@ class Bound(unittest.TestCase):
                                            Options({}, "cuda")), (0.01, 0.01))  # the strictest of the cases
         self.assertIsNone(elementwise_bound([Case("a", "w", {})], Options({}, "cuda")))
         self.assertIsNone(elementwise_bound([Case("a", "w", {}, atol=0.0, rtol=0.0)], Options({}, "cuda")))
+
+    def test_a_failed_case_names_its_worst_element_and_the_shape_it_ran(self):
+        doc = h.judge(h.softmax_task(), """
+            import torch
+            def softmax(x):
+                y = torch.softmax(x, dim=-1)
+                y[-1, 2] += 3.0
+                return y
+        """)
+        c = case0(doc)
+        self.assertEqual(c["status"], "incorrect", c["message"])
+        w = c["worst"]
+        self.assertEqual(w["output"], "y")
+        self.assertEqual(w["index"][1], 2)
+        self.assertEqual(w["index"][0], w["shape"]["R"] - 1, w)  # the last row of that shape
+        self.assertAlmostEqual(w["out"] - w["expected"], 3.0, places=4)
+        json.dumps(doc, allow_nan=False)  # the document stays strict JSON
+        # One failure ends every case: the reason says it once, naming them all.
+        self.assertEqual(doc["overall"]["accept_reason"].count("correctness trials"), 1, doc["overall"]["accept_reason"])
+        self.assertTrue(doc["overall"]["accept_reason"].startswith(", ".join(c["test_case_id"] for c in doc["cases"]) + ": "))
+
+    def test_a_correct_case_reports_its_top_kernels_and_no_worst_element(self):
+        c = case0(h.judge(h.softmax_task(), "import torch\ndef softmax(x):\n    return torch.softmax(x, dim=-1)\n"))
+        self.assertTrue(c["correct"], c["message"])
+        self.assertNotIn("worst", c)
+        top = c["top_kernels"]
+        self.assertTrue(top, c)
+        self.assertTrue(any("softmax" in k["name"] for k in top), top)
+        self.assertAlmostEqual(sum(k["share"] for k in top), 1.0, delta=0.05 if len(top) < 8 else 1.0)
+        self.assertEqual([k["time_us"] for k in top], sorted((k["time_us"] for k in top), reverse=True))
 
     def test_a_call_outside_the_bound_is_incorrect_with_the_element_named(self):
         task = taskmod.Task(json.loads(json.dumps(h.softmax_task(tol=0.5))))

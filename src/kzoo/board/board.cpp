@@ -19,6 +19,15 @@ using nlohmann::json;
 
 namespace {
 
+// A kernel's desc.yaml `status` on main (normal | frozen | deprecated); null when it declares none.
+json desc_status(const store::KernelRepo& repo, const std::string& kernel_id) {
+  auto text = repo.read_file(kernel_id + "/.kernel_package/desc.yaml", "refs/heads/main");
+  if (!text) return nullptr;
+  auto d = format::parse_yaml(*text, "desc.yaml");
+  return d && d->is_object() && d->contains("status") && (*d)["status"].is_string() ? (*d)["status"] : json();
+}
+
+
 // The job id in a commit message's `Kzoo-Job: N` trailer, or -1.
 std::int64_t job_of(const std::string& message) {
   static const std::regex re("(^|\n)Kzoo-Job: ([0-9]{1,18})(\n|$)");
@@ -295,7 +304,8 @@ Result<json> compute(const store::KernelRepo& repo, store::StateDb& db, const Ru
   for (const auto& k : rules.kernels) {
     const json& b = baselines[k];
     json e = {{"kernel_id", k}, {"baseline_job", b.is_null() ? json() : b["job"]}, {"eager_us", nullptr},
-              {"best_us", nullptr}, {"speedup", 1.0}, {"route", nullptr}, {"roofline_pct", nullptr}, {"job", nullptr}};
+              {"best_us", nullptr}, {"speedup", 1.0}, {"route", nullptr}, {"roofline_pct", nullptr}, {"job", nullptr},
+              {"status", desc_status(repo, k)}};
     if (!b.is_null()) {
       double eager = 0;
       bool all = true;
@@ -444,6 +454,7 @@ Result<json> kernel_json(const store::KernelRepo& repo, store::StateDb& db, cons
   if (auto d = format::parse_yaml(*desc_text, "desc.yaml"); d && d->is_object()) {
     out["description"] = d->value("description", json());
     out["summary"] = d->value("summary", json());
+    out["status"] = d->value("status", json());  // normal | frozen | deprecated (the seed's desc.yaml)
   }
   auto rules = rules_in_force(repo);
   if (!rules) return tl::unexpected(rules.error());

@@ -70,7 +70,7 @@ std::vector<std::string> guardrail_breaks(const json& measured, const json& docu
 RunDecision decide_run(const RunFacts& f, const verdict::Policy& policy) {
   RunDecision d;
   const bool have_document = f.document.is_object();
-  if (have_document) d.verdict = verdict::decide(f.document, f.has_incumbent, policy);
+  if (have_document) d.verdict = verdict::decide(f.document, f.has_incumbent, policy, f.metas);
   d.measured = measured_cases(f.document, primaries_from_metas(f.metas));
   if (f.rules) d.breaks = guardrail_breaks(d.measured, f.document, *f.rules);
   if (f.rules && f.timed_runs < f.rules->timed_runs)

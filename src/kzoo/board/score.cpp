@@ -86,6 +86,40 @@ json measured_cases(const json& doc, const Primaries& primaries) {
   return {{"cases", cases}, {"correct", all_ok}};
 }
 
+namespace {
+
+// The case speed-up (score.hpp): a ratio of times whichever way the metric points.
+std::optional<double> case_speedup(const json& b, const json& c) {
+  if (!b.is_object() || !c.is_object() || !b["value"].is_number() || !c["value"].is_number()) return std::nullopt;
+  if (b["metric"] != c["metric"]) return std::nullopt;
+  double bv = b["value"], cv = c["value"];
+  if (!(bv > 0) || !(cv > 0)) return std::nullopt;
+  return c["direction"] == "lower" ? bv / cv : cv / bv;
+}
+
+}  // namespace
+
+json case_figures(const json& baseline, const json& candidate) {
+  json out = json::object();
+  std::map<std::string, json> base;
+  if (baseline.is_object() && baseline.contains("cases") && baseline["cases"].is_array())
+    for (const auto& b : baseline["cases"])
+      if (b.is_object() && b.contains("id") && b["id"].is_string()) base[b["id"]] = b;
+  if (!candidate.is_object() || !candidate.contains("cases") || !candidate["cases"].is_array()) return out;
+  for (const auto& c : candidate["cases"]) {
+    if (!c.is_object() || !c.contains("id") || !c["id"].is_string()) continue;
+    json f = {{"metric", c.value("metric", "")}, {"direction", c.value("direction", "")},
+              {"value", c.contains("value") ? c["value"] : json()}};
+    auto it = base.find(c["id"]);
+    if (it != base.end()) {
+      if (auto r = case_speedup(it->second, c)) f["speedup_over_eager"] = *r;
+      if (it->second.contains("time_us") && it->second["time_us"].is_number()) f["eager_time_us"] = it->second["time_us"];
+    }
+    out[c["id"].get<std::string>()] = f;
+  }
+  return out;
+}
+
 KernelFigures kernel_figures(const json& baseline, const json& candidate) {
   KernelFigures f;
   std::map<std::string, json> cand;
@@ -114,8 +148,7 @@ KernelFigures kernel_figures(const json& baseline, const json& candidate) {
       f.note = "test case " + b["id"].get<std::string>() + " measured another metric";
       return f;
     }
-    double bv = b["value"], cv = c["value"];
-    ratios.push_back(c["direction"] == "lower" ? bv / cv : cv / bv);
+    ratios.push_back(*case_speedup(b, c));  // measured, positive and of one metric: checked above
     if (b["time_us"].is_number() && c["time_us"].is_number()) {
       eager += b["time_us"].get<double>();
       time += c["time_us"].get<double>();

@@ -50,6 +50,12 @@ struct KernelFigures {
 // `baseline` and `candidate` are measured_cases() documents of one kernel.
 KernelFigures kernel_figures(const nlohmann::json& baseline, const nlohmann::json& candidate);
 
+// Per case of `candidate` (measured_cases documents of one kernel):
+// {id: {"metric", "direction", "value", "speedup_over_eager", "eager_time_us"}},
+// the last two only where `baseline` measured that case with the same metric
+// -- the case speed-up above, what a contributor reads beside the incumbent's.
+nlohmann::json case_figures(const nlohmann::json& baseline, const nlohmann::json& candidate);
+
 double geomean(const std::vector<double>& xs);  // 1 for an empty list
 
 // Geometric mean over `kernels`; a kernel absent from `speedups` counts 1.

@@ -34,6 +34,51 @@ int exit_for(const std::string& state) {
   return kzoo::cli::kExitError;
 }
 
+double number(const nlohmann::json& c, const char* key) { return c.contains(key) && c[key].is_number() ? c[key].get<double>() : -1; }
+
+// A case's feedback (GET /api/submissions/{id} `cases`), as lines a
+// contributor acts on; only what the server reported.
+std::vector<std::string> feedback_lines(const nlohmann::json& c) {
+  std::vector<std::string> out;
+  std::string fig;
+  if (c.contains("metric") && c["metric"].is_string() && number(c, "value") >= 0)
+    fig = fmt::format("{} {:.4g}", c["metric"].get<std::string>(), number(c, "value"));
+  if (number(c, "time_us") >= 0) fig += fmt::format("{}{:.4g} us", fig.empty() ? "" : ", ", number(c, "time_us"));
+  if (number(c, "roofline_pct") >= 0)
+    fig += fmt::format(" = {:.1f}% of the device's roofline ({:.4g} us)", number(c, "roofline_pct"), number(c, "roofline_us"));
+  if (!fig.empty()) out.push_back(fig);
+  std::string speed;
+  if (number(c, "speedup_over_incumbent") > 0)
+    speed = fmt::format("{:.3f}x over the incumbent", number(c, "speedup_over_incumbent"));
+  if (number(c, "speedup_over_eager") > 0)
+    speed += fmt::format("{}{:.3f}x over eager PyTorch ({:.4g} us)", speed.empty() ? "" : ", ",
+                         number(c, "speedup_over_eager"), number(c, "eager_time_us"));
+  if (!speed.empty()) out.push_back(speed);
+  if (c.contains("top_kernels") && c["top_kernels"].is_array() && !c["top_kernels"].empty()) {
+    std::string ks;
+    int n = 0;
+    for (const auto& k : c["top_kernels"]) {
+      if (n++ == 5) break;
+      ks += fmt::format("{}{} x{} {:.4g} us ({:.0f}%)", ks.empty() ? "" : "; ", k.value("name", "?"), k.value("count", 0),
+                        number(k, "time_us"), 100 * number(k, "share"));
+    }
+    out.push_back("top kernels by device time: " + ks);
+  }
+  if (c.value("correct", true) == false) {
+    if (number(c, "error_abs_max") >= 0 || number(c, "error_rel") >= 0)
+      out.push_back(fmt::format("errors: largest absolute {:.4g}, relative {:.4g}", number(c, "error_abs_max"),
+                                number(c, "error_rel")));
+    if (c.contains("worst") && c["worst"].is_object()) {
+      const auto& w = c["worst"];
+      out.push_back(fmt::format("worst element: {}[{}] is {} where the reference has {}{}", w.value("output", "?"),
+                                w.contains("index") ? w["index"].dump() : "?", w.contains("out") ? w["out"].dump() : "?",
+                                w.contains("expected") ? w["expected"].dump() : "?",
+                                w.contains("shape") ? " at shape " + w["shape"].dump() : ""));
+    }
+  }
+  return out;
+}
+
 void print_submission(const nlohmann::json& s) {
   std::cerr << fmt::format("submission {} ({}): {}\n", s.value("id", 0), s.value("kernel_id", ""),
                            s.value("state", "?"));
@@ -48,11 +93,30 @@ void print_submission(const nlohmann::json& s) {
   if (s.contains("cases"))
     for (const auto& c : s["cases"]) {
       std::string metrics = c.contains("metrics") ? c["metrics"].dump() : "";
-      std::cerr << fmt::format("  {} {} {}{}\n", c.value("test_case_id", "?"), c.value("status", ""), metrics,
-                               dc.empty() || metrics.empty() ? "" : " [" + dc + "]");
+      std::cerr << fmt::format("  {} {} {}{}{}\n", c.value("test_case_id", "?"), c.value("status", ""), metrics,
+                               dc.empty() || metrics.empty() ? "" : " [" + dc + "]",
+                               c.contains("shape") && c["shape"].is_string() ? "  (" + c["shape"].get<std::string>() + ")" : "");
+      for (const auto& l : feedback_lines(c)) std::cerr << "      " << l << "\n";
     }
   if (s.contains("reasons"))
     for (const auto& r : s["reasons"]) std::cerr << "  reason: " << r.get<std::string>() << "\n";
+}
+
+// Where a submission stands while it waits: its place in the workers' line,
+// the worker that runs it, or who it waits for. Empty once it has ended.
+std::string progress_line(const nlohmann::json& s) {
+  if (s.value("final", false)) return "";
+  const nlohmann::json* job = s.contains("jobs") && s["jobs"].is_array() && !s["jobs"].empty() ? &s["jobs"].back() : nullptr;
+  if (s.contains("queue_position") && s["queue_position"].is_number()) {
+    const auto pos = s["queue_position"].get<std::int64_t>();
+    return pos == 1 ? "queued, next in line (kzoo queue shows the line)"
+                    : fmt::format("queued, position {} ({} ahead; kzoo queue shows the line)", pos, pos - 1);
+  }
+  if (job && job->value("held", false)) return fmt::format("held ({}), not yet in line", job->value("hold_reason", ""));
+  if (job && (*job)["worker"].is_string())
+    return fmt::format("running on {} (attempt {} of {})", (*job)["worker"].get<std::string>(), job->value("attempts", 0),
+                       job->value("max_attempts", 0));
+  return s.value("state", "");
 }
 
 struct SubmitOptions {
@@ -142,10 +206,15 @@ int submit(const SubmitOptions& o) {
     return kzoo::cli::kExitOk;
   }
   auto pause = std::chrono::milliseconds(500);
+  std::string said;  // the last progress line, printed again only when it changes
   for (;;) {
     auto s = http_get(o.server, fmt::format("/api/submissions/{}", id));
     if (!s) return error(s.error().message);
     if (s->status != 200) return error(describe_error(*s));
+    if (auto now = progress_line(s->body); !now.empty() && now != said) {
+      std::cerr << "kzoo submit: " << now << "\n";
+      said = now;
+    }
     if (s->body.value("final", false)) {
       print_submission(s->body);
       if (o.json) print(s->body);
@@ -215,7 +284,9 @@ const bool kernels_registered = kzoo::cli::register_command(
           return kzoo::cli::kExitOk;
         }
         for (const auto& k : s->body["kernels"]) {
-          std::cout << k.value("kernel_id", "") << "  "
+          // The seed's desc.yaml status: frozen takes no submissions, deprecated is kept for history.
+          const std::string status = k["status"].is_string() ? k["status"].get<std::string>() : "normal";
+          std::cout << k.value("kernel_id", "") << (status == "normal" ? "" : "  [" + status + "]") << "  "
                     << (k["summary"].is_string() ? k["summary"].get<std::string>() : "") << "\n";
           for (auto& [tc, m] : k["metrics"].items()) std::cout << "    " << tc << " " << m["metrics_best"].dump() << "\n";
         }

@@ -69,6 +69,16 @@ json valid(const std::string& name) {
                   "tolerance": {"value": 0.01, "comparator": "relative-frobenius"}},
       "environment": {"gpus": 1}})");
   }
+  if (name == "export_result") {
+    return json::parse(R"({"schema_version": "1", "kernel_id": "h200/norm/softmax/bf16/k", "task": "softmax",
+      "test_case_id": "b", "params": {"workload": "rows", "shape": {"M": 4096}}, "shape": "workload rows at M=4096",
+      "device_class": "h200", "metric": "GB/s", "direction": "higher", "value": 3100.5, "time_us": 412.0,
+      "roofline_us": 280.1, "roofline_pct": 68.0, "speedup_over_incumbent": 1.1, "speedup_over_eager": 2.4,
+      "status": "ok", "correct": true, "error_rel": 1e-6, "error_abs_max": 2e-3, "verdict": "accepted",
+      "commit": "0123456789abcdef0123456789abcdef01234567", "evidence_commit": null, "rules_version": 2,
+      "rules_commit": null, "software": {"torch": "2.11.0"}, "submission_id": 3, "job_id": 4, "submitter_id": "ann",
+      "route": null, "kind": "submission", "graded_at": "2026-12-01T00:00:00Z"})");
+  }
   if (name == "board_metrics") {
     return json::parse(R"({"score": 1.5, "cost": 12.25, "subtasks": [
       {"id": "a/b", "speedup": 2.25, "metric": 10.5, "correct": true},
@@ -94,7 +104,7 @@ const SchemaSet& schemas() { return SchemaSet::bundled(); }
 
 TEST(SchemaSet, BundlesEveryFormat) {
   EXPECT_EQ(schemas().names(),
-            (std::vector<std::string>{"bench_result", "benchmark_output", "board_metrics", "desc",
+            (std::vector<std::string>{"bench_result", "benchmark_output", "board_metrics", "desc", "export_result",
                                       "kernel_package_meta", "scienceslack", "submission_envelope", "task",
                                       "test_case_meta"}));
   EXPECT_EQ(schemas().schema("task")["$schema"], "https://json-schema.org/draft/2020-12/schema");

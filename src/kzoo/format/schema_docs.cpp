@@ -12,7 +12,7 @@ using ojson = nlohmann::ordered_json;
 // schemas not listed follow in name order.
 const std::vector<std::string> kOrder = {"desc",                "bench_result",        "test_case_meta",
                                          "benchmark_output",    "submission_envelope", "kernel_package_meta",
-                                         "task"};
+                                         "task",                "export_result"};
 
 constexpr const char* kIntro = R"(# kzoo data formats
 

@@ -19,6 +19,7 @@
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/format/yaml_json.hpp"
 #include "kzoo/jobs/bench_result.hpp"
+#include "kzoo/board/score.hpp"
 #include "kzoo/jobs/check.hpp"
 #include "kzoo/jobs/heartbeat.hpp"
 #include "kzoo/package/inspect.hpp"
@@ -359,6 +360,22 @@ class Grading {
     return m;
   }
 
+  // The verdict with each case's primary metric and its speed-up over the
+  // eager baseline (the board's own figures, board::case_figures), for the
+  // submitter to read beside the speed-up over the incumbent.
+  json with_board_figures(json verdict, const json& measured) const {
+    const json figures = board::case_figures(ctx_.baseline_measured, measured);
+    if (!verdict.contains("cases") || !verdict["cases"].is_array()) return verdict;
+    for (auto& c : verdict["cases"]) {
+      if (!c.is_object() || !c.contains("test_case_id") || !c["test_case_id"].is_string()) continue;
+      auto it = figures.find(c["test_case_id"].get<std::string>());
+      if (it == figures.end()) continue;
+      if (!c.contains("feedback") || !c["feedback"].is_object()) c["feedback"] = json::object();
+      for (auto& [k, v] : it->items()) c["feedback"][k] = v;
+    }
+    return verdict;
+  }
+
   Result<std::string> record(const Measurement& m) {
     auto text = [](const json& j) { return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n"; };
     std::map<std::string, std::string> files{{"run.json", text(m.run)}, {"stderr.log", m.graded.stderr_tail}};
@@ -381,7 +398,7 @@ class Grading {
           store::Outcome::failed,
           graded.reason + (graded.stderr_tail.empty() ? "" : "; stderr ends:\n" + tail(graded.stderr_tail)), true});
     if (!graded.document.is_object()) return rejected(graded.reason);
-    last_verdict = m.verdict.to_json();
+    last_verdict = with_board_figures(m.verdict.to_json(), m.check.measured);
     store::Completion done;
     done.verdict = last_verdict;
     if (sub_.kind == "baseline") {

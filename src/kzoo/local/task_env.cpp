@@ -1,5 +1,6 @@
 #include "kzoo/local/task_env.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <regex>
 #include <sstream>
@@ -29,6 +30,27 @@ std::optional<std::pair<int, int>> capability(const std::string& s) {
 }
 
 }  // namespace
+
+std::optional<int> capability_tenths(const std::string& s) {
+  if (auto c = capability(s); c && c->second < 10) return c->first * 10 + c->second;
+  static const std::regex kArch("^sm_([0-9]{2,3})[a-z]?$");
+  std::smatch m;
+  if (std::regex_match(s, m, kArch)) return std::stoi(m[1]);
+  return std::nullopt;
+}
+
+int required_capability(const json& task, const json& desc) {
+  int need = 0;
+  if (task.is_object()) {
+    const json env = task.contains("environment") && task["environment"].is_object() ? task["environment"] : json::object();
+    const json cap = env.value("min_compute_capability", json("9.0"));
+    if (cap.is_string())
+      if (auto t = capability_tenths(cap.get<std::string>())) need = std::max(need, *t);
+  }
+  if (desc.is_object() && desc.contains("min_arch_feature") && desc["min_arch_feature"].is_string())
+    if (auto t = capability_tenths(desc["min_arch_feature"].get<std::string>())) need = std::max(need, *t);
+  return need;
+}
 
 Result<DeviceFacts> probe_device(const std::string& device) {
   DeviceFacts f;

@@ -32,6 +32,17 @@ struct EnvironmentCheck {
   std::vector<std::string> notes;     // it may, and the result should say this
 };
 
+// A compute capability as tenths: "9.0" -> 90, "10.0" -> 100, and an arch
+// feature as desc.yaml's min_arch_feature names it, "sm_90a" -> 90, "sm_89" ->
+// 89, "sm_100a" -> 100; nullopt for anything else.
+std::optional<int> capability_tenths(const std::string& s);
+
+// What a package's jobs require of a GPU runner, in tenths: the larger of the
+// task's environment.min_compute_capability (the schema's default 9.0 when the
+// task is known and says nothing) and desc.yaml's min_arch_feature. 0 when
+// neither is known. `task` and `desc` may be null.
+int required_capability(const nlohmann::json& task, const nlohmann::json& desc);
+
 // `task` is the task document; `file` names it in messages.
 EnvironmentCheck check_task_environment(const nlohmann::json& task, const std::string& file, const DeviceFacts& device);
 

@@ -94,3 +94,29 @@ TEST(TaskEnvironment, ProbingReadsEveryGpuAndKeepsTheLowestCapability) {
 
 }  // namespace
 }  // namespace kzoo::local
+
+namespace kzoo::local {
+namespace {
+
+TEST(RequiredCapability, CapabilitiesAndArchFeaturesReadAsTenths) {
+  EXPECT_EQ(capability_tenths("9.0"), 90);
+  EXPECT_EQ(capability_tenths("10.0"), 100);
+  EXPECT_EQ(capability_tenths("8.9"), 89);
+  EXPECT_EQ(capability_tenths("sm_90a"), 90);
+  EXPECT_EQ(capability_tenths("sm_89"), 89);
+  EXPECT_EQ(capability_tenths("sm_100a"), 100);
+  for (const char* bad : {"", "9", "9.10", "sm_9", "sm_90ab", "compute_90", "9.0 "})
+    EXPECT_EQ(capability_tenths(bad), std::nullopt) << bad;
+}
+
+TEST(RequiredCapability, AJobNeedsTheLargerOfTheTasksCapabilityAndThePackagesArchFeature) {
+  const nlohmann::json task = {{"environment", {{"min_compute_capability", "8.0"}}}};
+  EXPECT_EQ(required_capability(task, nullptr), 80);
+  EXPECT_EQ(required_capability(task, {{"min_arch_feature", "sm_90a"}}), 90);
+  EXPECT_EQ(required_capability(nlohmann::json::object(), nullptr), 90) << "the schema's default, 9.0";
+  EXPECT_EQ(required_capability(nullptr, {{"min_arch_feature", "sm_100a"}}), 100);
+  EXPECT_EQ(required_capability(nullptr, nullptr), 0) << "nothing known: any runner";
+}
+
+}  // namespace
+}  // namespace kzoo::local

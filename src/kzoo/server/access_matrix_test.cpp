@@ -675,9 +675,10 @@ TEST_F(AccessMatrixTest, AMalformedOrForgedTokenIs401AndChangesNothing) {
 }
 
 TEST_F(AccessMatrixTest, ReadsArePublicUnlessTheServerRequiresATokenForThem) {
-  for (const char* path : {"/api/kernels", "/api/jobs/held", "/metrics"}) EXPECT_EQ(send("GET", path, "").status, 200) << path;
+  for (const char* path : {"/api/kernels", "/api/jobs/held", "/metrics", "/api/submissions", "/api/jobs"})
+    EXPECT_EQ(send("GET", path, "").status, 200) << path;
   start([](ServerConfig& c) { c.require_token_for_reads = true; });
-  for (const char* path : {"/api/kernels", "/api/jobs/held", "/metrics", "/api/whoami"}) {
+  for (const char* path : {"/api/kernels", "/api/jobs/held", "/metrics", "/api/whoami", "/api/submissions", "/api/jobs"}) {
     EXPECT_EQ(send("GET", path, "").status, 401) << path;
     EXPECT_EQ(send("GET", path, tokens_[outsider]).status, 200) << path;
     EXPECT_EQ(send("GET", path, tokens_[revoked]).status, 401) << path;

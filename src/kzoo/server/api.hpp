@@ -3,6 +3,7 @@
 // database connections, metrics, the kernel list cache). Not a public header.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -56,6 +57,7 @@ class DbPool {
 struct KernelIndex {
   std::string head;
   std::set<std::string> ids;
+  std::map<std::string, std::string> status;  // desc.yaml `status` of each kernel that declares one
   std::string body;  // the JSON response
 };
 
@@ -95,6 +97,9 @@ struct Api {
   void get_job_log(const httplib::Request& req, httplib::Response& res);
   void get_metrics(const httplib::Request& req, httplib::Response& res);
   void get_held_jobs(const httplib::Request& req, httplib::Response& res);
+  // The queue (queue_api.cpp): paged lists of submissions and of jobs.
+  void get_submissions(const httplib::Request& req, httplib::Response& res);
+  void get_jobs(const httplib::Request& req, httplib::Response& res);
   void post_release(const httplib::Request& req, httplib::Response& res);
   void get_audit(const httplib::Request& req, httplib::Response& res);
   void get_whoami(const httplib::Request& req, httplib::Response& res);
@@ -200,5 +205,8 @@ void send_html(httplib::Response& res, int status, const std::string& html);
 // invalid 400, busy 503, io 500).
 int http_status(const store::StateError& e);
 std::string iso8601(store::UnixMs ms);
+// A job as GET /api/jobs and GET /api/submissions/{id} show it (queue_api.cpp);
+// `position` is its place in line while a worker may claim it.
+nlohmann::json job_json(const store::Job& j, std::optional<std::int64_t> position);
 
 }  // namespace kzoo::server

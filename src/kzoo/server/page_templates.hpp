@@ -80,7 +80,7 @@ inline constexpr const char* kBoard = R"({{> head}}
 <h2>Kernels</h2>
 <p>Score: <strong id="geomean">{{best_geomean}}</strong> (the geometric mean of the best verified speed-up of each kernel).</p>
 <table id="kernels"><tr><th>Kernel</th><th class="num">Eager (µs)</th><th class="num">Best verified (µs)</th><th class="num">Speed-up</th><th>Route</th><th class="num">% of roofline</th></tr>
-{{#kernels}}<tr class="kernel-row" data-kernel="{{kernel_id}}"><td><a href="/kernels/{{kernel_id}}">{{kernel_id}}</a></td><td class="num">{{eager}}</td><td class="num">{{best}}</td><td class="num speedup">{{speedup}}</td><td>{{route}}</td><td class="num">{{roofline}}</td></tr>{{/kernels}}
+{{#kernels}}<tr class="kernel-row" data-kernel="{{kernel_id}}"><td><a href="/kernels/{{kernel_id}}">{{kernel_id}}</a>{{#has_status}} <span class="muted kernel-status">{{status}}</span>{{/has_status}}</td><td class="num">{{eager}}</td><td class="num">{{best}}</td><td class="num speedup">{{speedup}}</td><td>{{route}}</td><td class="num">{{roofline}}</td></tr>{{/kernels}}
 </table>
 {{#has_versions}}<p id="versions">Boards: {{#versions}}<a href="/boards/{{v}}">version {{v}}</a> {{/versions}}</p>{{/has_versions}}
 {{> foot}})";
@@ -108,9 +108,9 @@ inline constexpr const char* kSubmission = R"({{> head}}
 <tr><th>Summary</th><td>{{summary}}</td></tr><tr><th>Commit</th><td><code>{{accepted_commit}}</code></td></tr>
 <tr><th>Created</th><td>{{created_at}}</td></tr></table>
 <h2>Cases</h2>
-<table id="cases"><tr><th>Case</th><th>Status</th><th>Correct</th><th>Metrics</th><th class="num">Speed-up over the incumbent</th><th>Message</th></tr>
-{{#cases}}<tr><td>{{test_case_id}}</td><td>{{status}}</td><td>{{correct}}</td><td>{{metrics}}</td><td class="num">{{speedup}}</td><td>{{message}}</td></tr>{{/cases}}
-{{^cases}}<tr><td colspan="6" class="muted">No case was run.</td></tr>{{/cases}}
+<table id="cases"><tr><th>Case</th><th>Status</th><th>Correct</th><th>Metrics</th><th class="num">% of roofline</th><th class="num">Speed-up over the incumbent</th><th class="num">Speed-up over eager</th><th>Top kernels by device time</th><th>Errors</th><th>Message</th></tr>
+{{#cases}}<tr><td>{{test_case_id}}<br><span class="muted">{{shape}}</span></td><td>{{status}}</td><td>{{correct}}</td><td>{{metrics}}</td><td class="num">{{roofline}}</td><td class="num">{{speedup}}</td><td class="num">{{eager}}</td><td class="top-kernels">{{top}}</td><td class="errors">{{errors}}</td><td>{{message}}</td></tr>{{/cases}}
+{{^cases}}<tr><td colspan="10" class="muted">No case was run.</td></tr>{{/cases}}
 </table>
 <h2>Reasons</h2>
 <ul id="reasons">{{#reasons}}<li>{{.}}</li>{{/reasons}}{{^reasons}}<li class="muted">none</li>{{/reasons}}</ul>

@@ -199,7 +199,10 @@ std::string render_board_page(const json& b) {
   for (const auto& k : b["kernels"]) {
     kernels.push_back({{"kernel_id", k["kernel_id"]}, {"eager", fixed(k["eager_us"], 1)}, {"best", fixed(k["best_us"], 1)},
                        {"speedup", fixed(k["speedup"], 4)}, {"route", text(k["route"])},
-                       {"roofline", fixed(k["roofline_pct"], 1)}});
+                       {"roofline", fixed(k["roofline_pct"], 1)},
+                       // frozen or deprecated (desc.yaml): marked beside the kernel's name
+                       {"has_status", k.contains("status") && k["status"].is_string() && k["status"] != "normal"},
+                       {"status", k.contains("status") ? text(k["status"], "") : std::string()}});
     logsum += std::log(k["speedup"].is_number() ? k["speedup"].get<double>() : 1.0);
   }
   v["kernels"] = kernels;
@@ -231,9 +234,39 @@ std::string render_submission_page(const json& s) {
       if (c.contains("metrics") && c["metrics"].is_object())
         for (auto& [name, x] : c["metrics"].items())
           metrics += (metrics.empty() ? "" : ", ") + name + " " + (x.is_number() ? fmt::format("{:.6g}", x.get<double>()) : "–");
+      // What a contributor acts on (verdict::CaseFigures::feedback), as the API gives it.
+      const json f = c.contains("feedback") && c["feedback"].is_object() ? c["feedback"] : json::object();
+      std::string top;
+      if (f.contains("top_kernels") && f["top_kernels"].is_array())
+        for (const auto& k : f["top_kernels"]) {
+          if (!k.is_object()) continue;
+          top += fmt::format("{}{} ×{} {} µs ({}%)", top.empty() ? "" : "; ", text(k.value("name", json()), "?"),
+                             fixed(k.value("count", json()), 1), fixed(k.value("time_us", json()), 1),
+                             k.value("share", json()).is_number() ? fixed(json(100 * k["share"].get<double>()), 0) : "–");
+        }
+      std::string errors;
+      if (c.value("correct", json(true)) != json(true)) {
+        const json fe = f.value("error_abs_max", json()), fr = f.value("error_rel", json());
+        if (fe.is_number() || fr.is_number())
+          errors = fmt::format("largest absolute error {}, relative {}",
+                               fe.is_number() ? fmt::format("{:.4g}", fe.get<double>()) : "–",
+                               fr.is_number() ? fmt::format("{:.4g}", fr.get<double>()) : "–");
+        if (f.contains("worst") && f["worst"].is_object()) {
+          const json& w = f["worst"];
+          errors += fmt::format("{}worst element {}{} = {} where the reference has {}{}", errors.empty() ? "" : "; ",
+                                text(w.value("output", json()), "?"), w.value("index", json()).dump(),
+                                w.value("out", json()).dump(), w.value("expected", json()).dump(),
+                                w.contains("shape") ? " at shape " + w["shape"].dump() : "");
+        }
+      }
       cases.push_back({{"test_case_id", c.value("test_case_id", "")}, {"status", c.value("status", "")},
                        {"correct", c.contains("correct") ? c["correct"].dump() : "–"}, {"metrics", metrics},
-                       {"speedup", fixed(c.value("speedup", json()), 4)}, {"message", text(c.value("message", json()), "")}});
+                       {"shape", text(f.value("shape", json()), "")},
+                       {"roofline", fixed(f.value("roofline_pct", json()), 1)},
+                       {"eager", fixed(f.value("speedup_over_eager", json()), 3)},
+                       {"top", top}, {"errors", errors},
+                       {"speedup", fixed(c.value("speedup", json()), 4)}, {"message", text(c.value("message", json()),
+                                                                                              text(f.value("message", json()), ""))}});
     }
   json v = s;
   v["page_title"] = fmt::format("Submission {} · kzoo", s.value("id", 0));

@@ -37,8 +37,11 @@ nlohmann::json bench_metrics(const nlohmann::json& bench) {
   return out;
 }
 
-// Per-case metrics from a verdict: the worker's verdict carries the benchmark
-// output's cases (schemas/benchmark_output.schema.json), or nothing yet.
+// Per case, what a contributor acts on, as the worker's verdict carries it
+// (verdict::CaseFigures::feedback, with the board's figures added by
+// jobs::grade_job): the metric and its % of the device's roofline, the
+// speed-ups over the incumbent and over eager, the top kernels, and on a
+// failure the errors with the worst element. Nothing is recomputed here.
 nlohmann::json verdict_cases(const nlohmann::json& verdict) {
   nlohmann::json out = nlohmann::json::array();
   if (!verdict.is_object() || !verdict.contains("cases") || !verdict["cases"].is_array()) return out;
@@ -47,13 +50,16 @@ nlohmann::json verdict_cases(const nlohmann::json& verdict) {
     nlohmann::json x = nlohmann::json::object();
     for (const char* k : {"test_case_id", "status", "correct", "metrics", "error_rel", "error_abs_max", "message"})
       if (c.contains(k)) x[k] = c[k];
+    x["speedup_over_incumbent"] = c.contains("speedup") ? c["speedup"] : nlohmann::json();
+    const nlohmann::json f = c.contains("feedback") && c["feedback"].is_object() ? c["feedback"] : nlohmann::json::object();
+    for (const char* k : {"shape", "metric", "direction", "value", "time_us", "roofline_us", "roofline_pct",
+                          "speedup_over_eager", "eager_time_us", "error_rel", "error_abs_max", "bound_ratio_max",
+                          "worst", "top_kernels", "gates", "message"})
+      if (f.contains(k)) x[k] = f[k];
+      else if (!x.contains(k)) x[k] = nullptr;
     out.push_back(x);
   }
   return out;
-}
-
-nlohmann::json opt_time(const std::optional<store::UnixMs>& t) {
-  return t ? nlohmann::json(iso8601(*t)) : nlohmann::json();
 }
 
 }  // namespace
@@ -77,6 +83,7 @@ Result<std::shared_ptr<const KernelIndex>> Api::kernels() {
     nlohmann::json k = {{"kernel_id", id}, {"links", {{"self", "/api/kernels/" + id}}}};
     for (const char* f : {"name", "summary", "status", "category"})
       k[f] = desc.is_object() && desc.contains(f) ? desc[f] : nlohmann::json();
+    if (k["status"].is_string()) built->status[id] = k["status"].get<std::string>();
     k["metrics"] = bench_metrics(bench);
     list.push_back(std::move(k));
   }
@@ -136,18 +143,19 @@ void Api::get_submission(const httplib::Request& req, httplib::Response& res) {
   auto jobs = (*lease)->jobs_of(id);
   if (!jobs) return send_error(res, http_status(jobs.error()), "database", jobs.error().message);
   nlohmann::json js = nlohmann::json::array();
-  for (const auto& j : *jobs)
-    js.push_back({{"id", j.id},
-                  {"state", store::to_string(j.state)},
-                  {"held", j.held && j.state == store::State::queued},
-                  {"hold_reason", j.held && j.state == store::State::queued ? nlohmann::json(j.hold_reason) : nlohmann::json()},
-                  {"released_by", j.released_by.empty() ? nlohmann::json() : nlohmann::json(j.released_by)},
-                  {"attempts", j.attempts},
-                  {"max_attempts", j.max_attempts},
-                  {"created_at", iso8601(j.created_at)},
-                  {"started_at", opt_time(j.started_at)},
-                  {"finished_at", opt_time(j.finished_at)},
-                  {"links", {{"log", fmt::format("/api/jobs/{}/log", j.id)}}}});
+  // Where its job stands in line while it waits for a worker (kzoo submit
+  // prints it while it waits).
+  nlohmann::json position = nullptr;
+  for (const auto& j : *jobs) {
+    std::optional<std::int64_t> pos;
+    if (j.state == store::State::queued && !j.held) {
+      auto p = (*lease)->queue_position(j.id);
+      if (!p) return send_error(res, http_status(p.error()), "database", p.error().message);
+      pos = *p;
+      if (pos) position = *pos;
+    }
+    js.push_back(job_json(j, pos));
+  }
   send_json(res, 200,
             {{"id", s->id},
              {"kernel_id", s->kernel_id},
@@ -169,6 +177,7 @@ void Api::get_submission(const httplib::Request& req, httplib::Response& res) {
              {"created_at", iso8601(s->created_at)},
              {"updated_at", iso8601(s->updated_at)},
              {"jobs", js},
+             {"queue_position", position},
              {"links", {{"self", fmt::format("/api/submissions/{}", s->id)}, {"page", fmt::format("/submissions/{}", s->id)}}}});
 }
 

@@ -17,6 +17,7 @@
 #include "kzoo/jobs/wire.hpp"
 #include "kzoo/package/inspect.hpp"
 #include "kzoo/package/tarball.hpp"
+#include "kzoo/local/task_env.hpp"
 #include "kzoo/server/api.hpp"
 
 namespace kzoo::server {
@@ -124,8 +125,20 @@ void Api::runner_claim(const httplib::Request& req, httplib::Response& res) {
   RUNNER_GATE(false);
   auto seconds = lease_of(call->body, res);
   if (!seconds) return;
+  // A GPU runner says its compute capability ("9.0") and takes only the jobs its device can run.
+  std::optional<int> cc;
+  if (call->body.contains("compute_capability")) {
+    const json& c = call->body["compute_capability"];
+    cc = c.is_string() ? local::capability_tenths(c.get<std::string>()) : std::nullopt;
+    if (!cc)
+      return send_error(res, 400, "invalid_field",
+                        fmt::format("compute_capability {} is not MAJOR.MINOR (\"9.0\"): give the GPU's, as "
+                                    "nvidia-smi --query-gpu=compute_cap reports it, or leave it out for a CPU runner",
+                                    c.dump().substr(0, 64)),
+                        "compute_capability");
+  }
   (void)(*lease)->requeue_expired((*lease)->now());  // a runner that vanished gives its jobs back here
-  auto j = (*lease)->claim_job(call->owner, *seconds);
+  auto j = (*lease)->claim_job(call->owner, *seconds, cc);
   if (!j) return state_refusal(res, j.error());
   if (!*j) {
     res.status = 204;

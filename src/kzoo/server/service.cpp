@@ -143,7 +143,9 @@ int refuse_before_body(const ServerConfig& cfg, const httplib::Request& req, htt
 const std::vector<Route>& routes() {
   static const std::vector<Route> r = {
       {"POST", "/api/submissions", "/api/submissions"},
+      {"GET", "/api/submissions", "/api/submissions"},
       {"GET", "/api/submissions/{id}", "/api/submissions/([0-9]{1,18})"},
+      {"GET", "/api/jobs", "/api/jobs"},
       {"GET", "/api/kernels", "/api/kernels"},
       {"GET", "/api/kernels/{kernel_id}", "/api/kernels/([A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+){0,15})"},
       {"GET", "/api/jobs/{id}/log", "/api/jobs/([0-9]{1,18})/log"},
@@ -378,7 +380,9 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
       if (r.method == "GET" && r.path == path)
         http.Get(r.pattern, [api, fn](const httplib::Request& req, httplib::Response& res) { (api->*fn)(req, res); });
   };
+  get("/api/submissions", &Api::get_submissions);
   get("/api/submissions/{id}", &Api::get_submission);
+  get("/api/jobs", &Api::get_jobs);
   get("/api/kernels", &Api::get_kernels);
   get("/api/kernels/{kernel_id}", &Api::get_kernel);
   get("/api/jobs/{id}/log", &Api::get_job_log);

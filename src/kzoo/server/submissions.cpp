@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -10,6 +11,8 @@
 #include "kzoo/board/board.hpp"
 #include "kzoo/format/json_schema.hpp"
 #include "kzoo/format/utf8.hpp"
+#include "kzoo/format/yaml_json.hpp"
+#include "kzoo/local/task_env.hpp"
 #include "kzoo/package/inspect.hpp"
 #include "kzoo/package/tarball.hpp"
 #include "kzoo/server/api.hpp"
@@ -19,6 +22,29 @@ namespace kzoo::server {
 namespace {
 
 namespace fs = std::filesystem;
+
+// What a kernel's jobs need of a GPU runner (local::required_capability), read
+// from the trusted side: the package's desc.yaml on main (min_arch_feature)
+// and its task in the catalog's tasks/ beside the kernel_data root the server
+// serves (environment.min_compute_capability). 0 when neither can be read: any
+// runner may take it, and the worker's own check of the task still applies.
+int required_capability_of(const store::KernelRepo& repo, const std::string& catalog, const std::string& kernel_id) {
+  nlohmann::json desc, task;
+  if (auto text = repo.read_file(kernel_id + "/.kernel_package/desc.yaml"); text)
+    if (auto d = format::parse_yaml(*text, "desc.yaml"); d && d->is_object()) desc = *d;
+  if (desc.is_object() && desc.contains("reference_sources") && desc["reference_sources"].is_array())
+    for (const auto& r : desc["reference_sources"])
+      if (r.is_object() && r.value("kind", "") == "task" && r.contains("ref") && r["ref"].is_string() &&
+          package::detail::segment_problem(r["ref"].get<std::string>()).empty() && r["ref"] != "." && r["ref"] != "..") {
+        const fs::path file = fs::path(catalog).parent_path() / "tasks" / r["ref"].get<std::string>() / "task.json";
+        std::ifstream in(file, std::ios::binary);
+        if (!in) break;
+        auto t = nlohmann::json::parse(in, nullptr, false);
+        if (!t.is_discarded()) task = t;
+        break;
+      }
+  return local::required_capability(task, desc);
+}
 
 // The text fields of the envelope (schemas/submission_envelope.schema.json);
 // each is capped well above its schema maxLength, in bytes, while streaming.
@@ -184,6 +210,16 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
                    fmt::format("kernel \"{}\" does not exist in the repository at {}: GET /api/kernels lists them",
                                kernel_id, (*index)->head.substr(0, 12)),
                    "kernel_id"});
+  // The seed's desc.yaml status: a frozen kernel takes no submissions (it is
+  // kept as it is, e.g. a reference others are measured against); a
+  // deprecated one still does, and is marked where kernels are listed.
+  if (auto st = (*index)->status.find(kernel_id); st != (*index)->status.end() && st->second == "frozen")
+    return refuse({409, "kernel_frozen",
+                   fmt::format("kernel \"{}\" is frozen (its desc.yaml says status: frozen at {}): it takes no "
+                               "submissions. A maintainer may change that: a commit to main setting status: normal in "
+                               "its desc.yaml (maintainers push and merge into main, docs/SECURITY.md)",
+                               kernel_id, (*index)->head.substr(0, 12)),
+                   "kernel_id", {{"status", "frozen"}}});
   auto sha = file->finish();
   if (!sha) return refuse({500, "storage", sha.error().message});
 
@@ -310,7 +346,9 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
   }
   // A pull request waits for the route's owner (then, from outside the
   // project, for a maintainer too); an outsider's own job for a maintainer.
-  auto job = pull_request ? dbx->open_pull(s->id, cfg.max_attempts) : dbx->enqueue(s->id, cfg.max_attempts, held);
+  auto job = pull_request ? dbx->open_pull(s->id, cfg.max_attempts)
+                          : dbx->enqueue(s->id, cfg.max_attempts, held,
+                                         required_capability_of(repo, cfg.catalog, kernel_id));
   if (!job) return refuse({http_status(job.error()), "database", job.error().message});
   metrics.count_submission(job->held ? "held" : "queued");
   res.set_header("Location", fmt::format("/api/submissions/{}", s->id));

@@ -35,8 +35,14 @@ class JobQueue {
   virtual ~JobQueue() = default;
 
   // The oldest queued job that is not held, now running under `worker_id`
-  // until now + lease. nullopt when nothing is queued.
-  virtual StateResult<std::optional<Job>> claim_job(const std::string& worker_id, int lease_seconds) = 0;
+  // until now + lease. nullopt when nothing is queued. A GPU runner gives its
+  // `compute_capability` (tenths: 90 = 9.0): it takes only jobs that require
+  // no more, and the jobs it leaves for that reason record it in
+  // `passed_over`, so that a job no runner can take says why it waits.
+  // Without one (a CPU runner, which checks correctness but measures no GPU
+  // figure) every job may be taken.
+  virtual StateResult<std::optional<Job>> claim_job(const std::string& worker_id, int lease_seconds,
+                                                    std::optional<int> compute_capability = std::nullopt) = 0;
   // Extends the lease to now + lease_seconds; only for the holder of a running job.
   virtual StateResult<Job> heartbeat(std::int64_t job_id, const std::string& worker_id, int lease_seconds) = 0;
   // running → outcome, for the job and its submission; only for the holder.
@@ -63,6 +69,14 @@ class JobQueue {
   virtual StateResult<Job> release_job(std::int64_t job_id) = 0;
   // Held jobs, oldest first.
   virtual StateResult<std::vector<HeldJob>> held_jobs(int limit = 100) = 0;
+
+  // The queue as people read it (GET /api/jobs, `kzoo queue`): jobs with
+  // their submission's kernel and submitter, filtered and paged (JobFilter).
+  // invalid for a limit outside 1-1000 or a negative cursor.
+  virtual StateResult<std::vector<JobListing>> list_jobs(const JobFilter& f) = 0;
+  // Where a job stands in line: 1 when a worker's next claim takes it;
+  // nullopt when it is not waiting to be claimed (held, running, finished).
+  virtual StateResult<std::optional<std::int64_t>> queue_position(std::int64_t job_id) = 0;
 
   // The database's clock (leases and expiry are measured by it).
   virtual UnixMs now() = 0;

@@ -4,6 +4,8 @@
 // connections claiming at once never share a job.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -180,6 +182,126 @@ TEST_P(JobQueueTest, AHeldJobIsNeverClaimedUntilReleased) {
   auto c2 = db->claim_job("w2", 60);
   ASSERT_TRUE(c2 && *c2);
   EXPECT_EQ((**c2).id, held);
+}
+
+// The queue as people read it: each job with its kernel and submitter, held
+// and claimable told apart, a claimable job's place in line equal to the
+// order claim_job takes them in, and pages that neither skip nor repeat.
+TEST_P(JobQueueTest, TheQueueListsEachJobWithItsPlaceInLineAndWhoHoldsIt) {
+  Job a = queued();
+  auto held = *db->enqueue(submit("cuda/rmsnorm", "ola").id, 3, true);
+  Job b = queued(), c = queued();
+  ASSERT_TRUE(db->claim_job("gpu-1", 60));  // takes a
+  now = now + 5'000;
+
+  auto all = db->list_jobs({});
+  ASSERT_TRUE(all) << all.error().message;
+  ASSERT_EQ(all->size(), 4u);
+  EXPECT_EQ((*all)[0].job.id, c.id) << "newest first by default";
+  std::map<std::int64_t, JobListing> by_id;
+  for (const auto& l : *all) by_id[l.job.id] = l;
+  EXPECT_EQ(by_id[a.id].job.state, State::running);
+  EXPECT_EQ(by_id[a.id].job.lease_owner, "gpu-1");
+  EXPECT_EQ(by_id[a.id].job.lease_expires_at, now - 5'000 + 60'000);
+  EXPECT_FALSE(by_id[a.id].position) << "a running job is not in line";
+  EXPECT_TRUE(by_id[held.id].job.held);
+  EXPECT_EQ(by_id[held.id].kernel_id, "cuda/rmsnorm");
+  EXPECT_EQ(by_id[held.id].submitter_id, "ola");
+  EXPECT_FALSE(by_id[held.id].position) << "a held job waits for a person, not for a worker";
+  EXPECT_EQ(by_id[b.id].position, 1);
+  EXPECT_EQ(by_id[c.id].position, 2);
+  EXPECT_EQ(*db->queue_position(c.id), 2);
+  EXPECT_EQ(*db->queue_position(a.id), std::nullopt);
+  EXPECT_REFUSED(db->queue_position(9999), not_found);
+
+  auto next = db->claim_job("gpu-2", 60);
+  ASSERT_TRUE(next && *next);
+  EXPECT_EQ((*next)->id, b.id) << "position 1 is what the next claim takes";
+  EXPECT_EQ(*db->queue_position(c.id), 1);
+
+  JobFilter waiting;
+  waiting.states = {State::queued};
+  waiting.held = false;
+  auto w = db->list_jobs(waiting);
+  ASSERT_EQ(w->size(), 1u);
+  EXPECT_EQ((*w)[0].job.id, c.id);
+  JobFilter holds;
+  holds.held = true;
+  auto h = db->list_jobs(holds);
+  ASSERT_EQ(h->size(), 1u);
+  EXPECT_EQ((*h)[0].job.id, held.id);
+  JobFilter by_kernel;
+  by_kernel.kernel_id = "cuda/rmsnorm";
+  EXPECT_EQ(db->list_jobs(by_kernel)->size(), 1u);
+  JobFilter by_submitter;
+  by_submitter.submitter_id = "alice";
+  EXPECT_EQ(db->list_jobs(by_submitter)->size(), 3u);
+  JobFilter running;
+  running.states = {State::running};
+  EXPECT_EQ(db->list_jobs(running)->size(), 2u);
+}
+
+TEST_P(JobQueueTest, TheQueuesPagesNeitherSkipNorRepeatAJobInEitherDirection) {
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 7; ++i) ids.push_back(queued().id);
+  for (bool ascending : {false, true}) {
+    std::vector<std::int64_t> seen;
+    JobFilter f;
+    f.limit = 3;
+    if (ascending) f.after_id = 0;
+    for (int page = 0; page < 5; ++page) {
+      auto p = db->list_jobs(f);
+      ASSERT_TRUE(p) << p.error().message;
+      if (p->empty()) break;
+      for (const auto& l : *p) seen.push_back(l.job.id);
+      if (ascending) f.after_id = p->back().job.id;
+      else f.before_id = p->back().job.id;
+    }
+    std::vector<std::int64_t> want = ids;
+    if (!ascending) std::reverse(want.begin(), want.end());
+    EXPECT_EQ(seen, want) << (ascending ? "oldest first" : "newest first");
+  }
+}
+
+TEST_P(JobQueueTest, AQueueListingOutOfRangeIsRefusedAndNamesTheRange) {
+  JobFilter f;
+  for (int bad : {0, -1, 1001, INT32_MAX}) {
+    f.limit = bad;
+    auto r = db->list_jobs(f);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().kind, StateError::invalid);
+    EXPECT_NE(r.error().message.find("1 to 1000"), std::string::npos) << r.error().message;
+  }
+  f.limit = 10;
+  f.after_id = -5;
+  EXPECT_REFUSED(db->list_jobs(f), invalid);
+  f.after_id.reset();
+  f.before_id = 0;
+  EXPECT_REFUSED(db->list_jobs(f), invalid);
+}
+
+TEST_P(JobQueueTest, AGpuRunnerTakesOnlyJobsItsDeviceCanRunAndTheJobsItLeavesSaySo) {
+  auto hopper = *db->enqueue(submit().id, 3, false, 90);
+  auto ampere = *db->enqueue(submit().id, 3, false, 80);
+  EXPECT_EQ(hopper.requires_cc, 90);
+  auto old = db->claim_job("a100-1", 60, 80);
+  ASSERT_TRUE(old && *old) << (old ? "nothing claimed" : old.error().message);
+  EXPECT_EQ((*old)->id, ampere.id) << "the older job needs 9.0: an 8.0 device leaves it";
+  auto left = db->get_job(hopper.id);
+  EXPECT_EQ(left->state, State::queued);
+  EXPECT_EQ(left->passed_over.rfind("a100-1 (compute capability 8.0) at ", 0), 0u) << left->passed_over;
+  auto none = db->claim_job("a100-1", 60, 80);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none) << "nothing else it can run";
+  auto h = db->claim_job("h200-1", 60, 90);
+  ASSERT_TRUE(h && *h);
+  EXPECT_EQ((*h)->id, hopper.id);
+  auto cpu_job = *db->enqueue(submit().id, 3, false, 90);
+  auto cpu = db->claim_job("cpu-1", 60);
+  ASSERT_TRUE(cpu && *cpu);
+  EXPECT_EQ((*cpu)->id, cpu_job.id) << "a CPU runner (no capability given) checks any task on the CPU";
+  EXPECT_REFUSED(db->claim_job("x", 60, 0), invalid);
+  EXPECT_REFUSED(db->enqueue(submit().id, 3, false, -1), invalid);
 }
 
 TEST_P(JobQueueTest, TwoConnectionsClaimingAThousandJobsNeverShareOne) {

@@ -184,6 +184,11 @@ CREATE TABLE issue_comments (
 CREATE INDEX issue_comments_by_issue ON issue_comments(issue_id, id);
 CREATE INDEX issue_comments_by_token ON issue_comments(token_id, at);
 )SQL"},
+    {8, "the compute capability a job needs (desc.yaml min_arch_feature, the task's min_compute_capability) "
+        "and which runner last passed it over for lacking it", R"SQL(
+ALTER TABLE jobs ADD COLUMN requires_cc INTEGER NOT NULL DEFAULT 0 CHECK (requires_cc >= 0);
+ALTER TABLE jobs ADD COLUMN passed_over TEXT NOT NULL DEFAULT '';
+)SQL"},
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "kzoo/store/sql_state.hpp"
+#include "kzoo/util/iso_time.hpp"
 
 namespace kzoo::store::sql {
 
@@ -25,20 +26,33 @@ Value json_or_null(const nlohmann::json& j) { return j.is_null() ? Value(nullptr
 
 }  // namespace
 
-StateResult<std::optional<Job>> SqlJobQueue::claim_job(const std::string& worker_id, int lease_seconds) {
+StateResult<std::optional<Job>> SqlJobQueue::claim_job(const std::string& worker_id, int lease_seconds,
+                                                       std::optional<int> cc) {
   return c_.guarded([&] {
     check_worker(worker_id);
     check_lease(lease_seconds);
+    if (cc && (*cc < 1 || *cc > 1000))
+      refuse(StateError::invalid, fmt::format("compute capability {} is out of range: give tenths from 1 to 1000 "
+                                              "(90 is 9.0)",
+                                              *cc));
     return c_.write([&]() -> std::optional<Job> {
       UnixMs now = c_.db().now();
+      // A GPU runner takes only what its device can run (its capability is a
+      // number, written into the statement); the jobs it leaves say so.
+      const std::string fits = cc ? fmt::format(" AND requires_cc <= {}", *cc) : "";
+      if (cc)
+        c_.db().exec(fmt::format("UPDATE jobs SET passed_over=$1 WHERE state='queued' AND held=0 AND requires_cc > {}",
+                                 *cc),
+                     {fmt::format("{} (compute capability {}.{}) at {}", worker_id, *cc / 10, *cc % 10,
+                                  iso8601_utc(now))});
       // The subquery picks one row; on PostgreSQL it skips rows another
       // claimer has locked, so concurrent claimers never wait on each other.
       auto rows = c_.db().query(
           fmt::format("UPDATE jobs SET state='running', attempts=attempts+1, lease_owner=$1, lease_expires_at=$2, "
                       "heartbeat_at=$3, started_at=$3 "
-                      "WHERE id = (SELECT id FROM jobs WHERE state='queued' AND held=0 ORDER BY id LIMIT 1{}) "
+                      "WHERE id = (SELECT id FROM jobs WHERE state='queued' AND held=0{} ORDER BY id LIMIT 1{}) "
                       "RETURNING {}",
-                      c_.db().skip_locked(), Core::kJobCols),
+                      fits, c_.db().skip_locked(), Core::kJobCols),
           {worker_id, now + static_cast<UnixMs>(lease_seconds) * 1000, now});
       if (rows.empty()) return std::nullopt;
       Job j = Core::job_of(rows.front());
@@ -229,6 +243,79 @@ StateResult<std::vector<HeldJob>> SqlJobQueue::held_jobs(int limit) {
              {std::int64_t{limit}}))
       out.push_back({r.i64(0), r.i64(1), r.text(2), r.text(3), r.text(4), r.text(5), r.i64(6), r.text(7), r.text(8)});
     return out;
+  });
+}
+
+namespace {
+
+// Core::kJobCols with each column prefixed by `j.`, for statements that join.
+std::string qualified_job_cols() {
+  std::string out, cols = Core::kJobCols;
+  std::size_t at = 0;
+  while (at < cols.size()) {
+    std::size_t comma = cols.find(", ", at);
+    if (comma == std::string::npos) comma = cols.size();
+    out += (out.empty() ? "j." : ", j.") + cols.substr(at, comma - at);
+    at = comma + 2;
+  }
+  return out;
+}
+
+// A claimable job's place in line: the claimable jobs before it, plus one
+// (claim_job takes the lowest id among queued jobs that are not held).
+constexpr const char* kPositionExpr =
+    "CASE WHEN j.state='queued' AND j.held=0 THEN (SELECT count(*) FROM jobs q WHERE q.state='queued' AND "
+    "q.held=0 AND q.id < j.id) + 1 ELSE NULL END";
+
+}  // namespace
+
+StateResult<std::vector<JobListing>> SqlJobQueue::list_jobs(const JobFilter& f) {
+  return c_.guarded([&] {
+    if (f.limit < 1 || f.limit > 1000)
+      refuse(StateError::invalid, fmt::format("limit {} is out of range: give 1 to 1000 jobs per page", f.limit));
+    if (f.before_id < 1)
+      refuse(StateError::invalid, fmt::format("before_id {} is not a job id: give 1 or more", f.before_id));
+    if (f.after_id && *f.after_id < 0)
+      refuse(StateError::invalid, fmt::format("after_id {} is negative: give 0 (the head of the queue) or a job id",
+                                              *f.after_id));
+    // States and the hold come from enums, never from the caller's text, so
+    // they are written into the statement; names and cursors are parameters.
+    std::string where;
+    if (!f.states.empty()) {
+      where += " AND j.state IN (";
+      for (std::size_t i = 0; i < f.states.size(); ++i)
+        where += fmt::format("{}'{}'", i ? "," : "", to_string(f.states[i]));
+      where += ")";
+    }
+    if (f.held) where += *f.held ? " AND j.state='queued' AND j.held=1" : " AND NOT (j.state='queued' AND j.held=1)";
+    const bool ascending = f.after_id.has_value();
+    auto opt = [](const std::optional<std::string>& v) { return v ? Value(*v) : Value(nullptr); };
+    auto rows = c_.db().query(
+        fmt::format("SELECT {}, s.kernel_id, s.submitter_id, s.route, s.kind, {} FROM jobs j JOIN submissions s ON "
+                    "s.id = j.submission_id WHERE j.id {} $1 AND (CAST($2 AS TEXT) IS NULL OR s.kernel_id = $2) AND "
+                    "(CAST($3 AS TEXT) IS NULL OR s.submitter_id = $3){} ORDER BY j.id {} LIMIT $4",
+                    qualified_job_cols(), kPositionExpr, ascending ? ">" : "<", where, ascending ? "ASC" : "DESC"),
+        {ascending ? *f.after_id : f.before_id, opt(f.kernel_id), opt(f.submitter_id), std::int64_t{f.limit}});
+    std::vector<JobListing> out;
+    for (const auto& r : rows) {
+      JobListing l;
+      l.job = Core::job_of(r);
+      l.kernel_id = r.text(18);
+      l.submitter_id = r.text(19);
+      l.route = r.text(20);
+      l.kind = r.text(21);
+      l.position = r.opt(22);
+      out.push_back(std::move(l));
+    }
+    return out;
+  });
+}
+
+StateResult<std::optional<std::int64_t>> SqlJobQueue::queue_position(std::int64_t job_id) {
+  return c_.guarded([&] {
+    auto rows = c_.db().query(fmt::format("SELECT {} FROM jobs j WHERE j.id=$1", kPositionExpr), {job_id});
+    if (rows.empty()) refuse(StateError::not_found, fmt::format("job {} does not exist", job_id));
+    return rows.front().opt(0);
   });
 }
 

@@ -82,7 +82,9 @@ class Core {
   Job expect_holder(std::int64_t job_id, const std::string& worker_id, std::string_view action);
   // The received submission's job, queued (held for `hold_reason` unless
   // empty), the submission moved along.
-  Job queue_job(std::int64_t submission_id, int max_attempts, std::string_view hold_reason, UnixMs now);
+  // `requires_cc`: the compute capability in tenths (90 = 9.0) a GPU runner needs to claim it; 0: any.
+  Job queue_job(std::int64_t submission_id, int max_attempts, std::string_view hold_reason, UnixMs now,
+                int requires_cc = 0);
   // A job's move drags its submission along; anything else means the two
   // tables disagree, which rolls the whole transaction back.
   void move_submission(std::int64_t id, State from, State to, UnixMs now);
@@ -119,7 +121,7 @@ class SqlSubmissions : public virtual SubmissionStore {
  public:
   explicit SqlSubmissions(Core& c) : c_(c) {}
   StateResult<Submission> create_submission(const NewSubmission& s) override;
-  StateResult<Job> enqueue(std::int64_t submission_id, int max_attempts, bool held) override;
+  StateResult<Job> enqueue(std::int64_t submission_id, int max_attempts, bool held, int requires_cc) override;
   StateResult<Submission> reject(std::int64_t submission_id, const std::vector<std::string>& reasons,
                                  const nlohmann::json& verdict) override;
   StateResult<Submission> cancel(std::int64_t submission_id, const std::string& reason) override;
@@ -135,7 +137,8 @@ class SqlSubmissions : public virtual SubmissionStore {
 class SqlJobQueue : public virtual JobQueue {
  public:
   explicit SqlJobQueue(Core& c) : c_(c) {}
-  StateResult<std::optional<Job>> claim_job(const std::string& worker_id, int lease_seconds) override;
+  StateResult<std::optional<Job>> claim_job(const std::string& worker_id, int lease_seconds,
+                                            std::optional<int> compute_capability) override;
   StateResult<Job> heartbeat(std::int64_t job_id, const std::string& worker_id, int lease_seconds) override;
   StateResult<Job> complete(std::int64_t job_id, const std::string& worker_id, const Completion& c) override;
   StateResult<Job> retry(std::int64_t job_id, const std::string& worker_id, const std::vector<std::string>& reasons,
@@ -147,6 +150,8 @@ class SqlJobQueue : public virtual JobQueue {
   StateResult<std::int64_t> count_claimable() override;
   StateResult<Job> release_job(std::int64_t job_id) override;
   StateResult<std::vector<HeldJob>> held_jobs(int limit) override;
+  StateResult<std::vector<JobListing>> list_jobs(const JobFilter& f) override;
+  StateResult<std::optional<std::int64_t>> queue_position(std::int64_t job_id) override;
   UnixMs now() override;
 
  private:

@@ -136,6 +136,12 @@ struct Job {
   // Why it waits while held: kHeldAdmin (for a maintainer) or kHeldPullRequest
   // (for its route's owner to merge it); empty if never held.
   std::string hold_reason;
+  // The compute capability, in tenths (90 = 9.0), a GPU runner needs to claim
+  // it (desc.yaml min_arch_feature, the task's min_compute_capability); 0: any.
+  int requires_cc = 0;
+  // The last GPU runner that left it for lacking that: "<worker> (compute
+  // capability 8.0) at <time>"; empty if none did.
+  std::string passed_over;
 };
 
 // What a worker hands back when it finishes a job.
@@ -162,6 +168,28 @@ struct SubmissionFilter {
   std::optional<std::string> received_by;
   std::int64_t before_id = INT64_MAX;  // paging: ids strictly below, newest first
   int limit = 100;
+};
+
+// What the queue's listing (JobQueue::list_jobs) selects. Paged by job id:
+// newest first below `before_id`, or, given `after_id`, oldest first above
+// it, which is the order workers claim in (after_id = 0 starts at the head).
+struct JobFilter {
+  std::vector<State> states;         // any of these; empty: every state
+  std::optional<bool> held;          // only queued jobs are held: true = waiting for a person, false = claimable
+  std::optional<std::string> kernel_id;
+  std::optional<std::string> submitter_id;
+  std::int64_t before_id = INT64_MAX;
+  std::optional<std::int64_t> after_id;
+  int limit = 100;
+};
+
+// A job as the queue's listing shows it: with what it grades and, while a
+// worker may claim it, its place in line.
+struct JobListing {
+  Job job;
+  std::string kernel_id, submitter_id, route, kind;
+  // 1 = the next job a worker claims; only for queued jobs that are not held.
+  std::optional<std::int64_t> position;
 };
 
 }  // namespace kzoo::store

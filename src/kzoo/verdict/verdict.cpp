@@ -27,11 +27,58 @@ std::string clip(std::string s, std::size_t n = 400) {
   return s;
 }
 
+// A number as people read it: 4 significant digits, no exponent for everyday sizes.
+std::string num(const json& v) {
+  if (!v.is_number()) return v.is_null() ? "not measured" : v.dump();
+  return fmt::format("{:.4g}", v.get<double>());
+}
+
+// "workload W at M=4096, N=1024" from the case's metas item; empty when unknown.
+std::string shape_of(const json& metas, const std::string& case_id) {
+  if (!metas.is_array()) return "";
+  for (const auto& m : metas) {
+    if (!m.is_object() || m.value("test_case_id", json()) != json(case_id)) continue;
+    const json p = m.value("params", json::object());
+    if (!p.is_object()) return "";
+    std::string dims;
+    if (p.contains("shape") && p["shape"].is_object())
+      for (const auto& [k, v] : p["shape"].items()) dims += (dims.empty() ? "" : ", ") + k + "=" + v.dump();
+    std::string w = p.contains("workload") && p["workload"].is_string() ? p["workload"].get<std::string>() : "";
+    if (w.empty() && dims.empty()) return "";
+    return fmt::format("{}{}{}", w.empty() ? "" : "workload " + w, w.empty() || dims.empty() ? "" : " at ", dims);
+  }
+  return "";
+}
+
+// Why a gate failed, its figures in their units.
+std::string gate_failure(const std::string& name, const json& g) {
+  const json value = g.is_object() && g.contains("value") ? g["value"] : json();
+  const json limit = g.is_object() && g.contains("limit") ? g["limit"] : json();
+  if (name == "roofline")
+    return fmt::format("gate roofline failed: measured {} us, faster than the device's roofline of {} us, which is "
+                       "impossible (a timing the judge cannot trust is refused, not celebrated)",
+                       num(value), num(limit));
+  const std::string unit = gate_unit(name);
+  const std::string u = unit.empty() ? "" : " " + unit;
+  return fmt::format("gate {} failed: {}{}, limit {}{}", name, num(value), u, num(limit), u);
+}
+
 }  // namespace
+
+std::string gate_unit(const std::string& gate) {
+  // The judge's gates (judge/kzoo_judge/gates.py): the roofline compares the
+  // measured median with the fastest possible time; the others come from the
+  // untimed profiler pass.
+  if (gate == "roofline") return "us";
+  if (gate == "library-calls") return "vendor-library calls the reference does not make";
+  if (gate == "kernels-per-step") return "kernels per call";
+  if (gate == "dominant-share") return "share of kernel time in the largest kernel";
+  return "";
+}
 
 const char* to_string(Outcome o) { return o == Outcome::accepted ? "accepted" : "rejected"; }
 
-Verdict decide(const json& doc, bool has_incumbent, const Policy& policy) {
+Verdict decide(const json& doc, bool has_incumbent, const Policy& policy, const json& metas) {
   Verdict v;
   v.had_incumbent = has_incumbent;
   if (doc.is_object() && doc.contains("device_class") && doc["device_class"].is_string()) v.device_class = doc["device_class"];
@@ -47,21 +94,62 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy) {
   std::vector<double> speedups;
   int pairs = 0, wins = 0;
   bool comparable = true;
+  // Case failures, grouped by what failed: one correctness failure ends every
+  // case of its workload with the same message, and reads once.
+  std::vector<std::pair<std::string, std::vector<std::string>>> failures;
+  auto failed = [&](const std::string& case_id, std::string what) {
+    for (auto& [w, ids] : failures)
+      if (w == what) return ids.push_back(case_id);
+    failures.push_back({std::move(what), {case_id}});
+  };
   for (const auto& c : cases) {
     CaseFigures f;
     f.test_case_id = str(c, "test_case_id", "?");
     f.status = str(c, "status", "?");
     f.correct = c.is_object() && c.value("correct", json(false)) == json(true);
     f.metrics = c.is_object() && c.contains("metrics") ? c["metrics"] : json::object();
-    if (f.status != "ok" || !f.correct)
-      v.reasons.push_back(fmt::format("case {}: {}{} ({})", f.test_case_id, f.status, f.correct ? "" : ", not correct",
-                                      clip(str(c, "message"))));
+    const std::string shape = shape_of(metas, f.test_case_id);
+    if (!shape.empty()) f.feedback["shape"] = shape;
+    if (metas.is_array())
+      for (const auto& m : metas)
+        if (m.is_object() && m.value("test_case_id", json()) == json(f.test_case_id) && m.contains("params") &&
+            m["params"].is_object())
+          f.feedback["params"] = m["params"];  // {"workload", "shape": {dim: value}}, for datasets (kzoo export)
+    if (f.status != "ok" || !f.correct) {
+      const std::string msg = clip(str(c, "message"));
+      // The judge's correctness messages name the shape they failed at; others get the case's.
+      const bool names_shape = msg.find("shape") != std::string::npos;
+      failed(f.test_case_id, fmt::format("{}{} ({}{})", f.status, f.correct ? "" : ", not correct", msg,
+                                         names_shape || shape.empty() ? "" : "; " + shape));
+    }
+    json gate_list = json::array();
     if (c.is_object() && c.contains("gates") && c["gates"].is_object())
-      for (const auto& [name, g] : c["gates"].items())
-        if (!(g.is_object() && g.value("pass", false) == true))
-          v.reasons.push_back(fmt::format("case {}: gate {} failed (value {}, limit {})", f.test_case_id, name,
-                                          g.is_object() && g.contains("value") ? g["value"].dump() : "?",
-                                          g.is_object() && g.contains("limit") ? g["limit"].dump() : "?"));
+      for (const auto& [name, g] : c["gates"].items()) {
+        const bool passed = g.is_object() && g.value("pass", false) == true;
+        gate_list.push_back({{"name", name},
+                             {"value", g.is_object() && g.contains("value") ? g["value"] : json()},
+                             {"limit", g.is_object() && g.contains("limit") ? g["limit"] : json()},
+                             {"unit", gate_unit(name)},
+                             {"passed", passed}});
+        if (!passed) failed(f.test_case_id, gate_failure(name, g) + (shape.empty() ? "" : " (" + shape + ")"));
+      }
+    if (!gate_list.empty()) f.feedback["gates"] = gate_list;
+    // The roofline gate's figures: the judge's median and the fastest possible time.
+    if (c.is_object() && c.contains("gates") && c["gates"].is_object() && c["gates"].contains("roofline")) {
+      const json& r = c["gates"]["roofline"];
+      auto t = finite_number(r, "value"), roof = finite_number(r, "limit");
+      if (t) f.feedback["time_us"] = *t;
+      if (roof) f.feedback["roofline_us"] = *roof;
+      if (t && roof && *t > 0) f.feedback["roofline_pct"] = 100.0 * *roof / *t;
+    }
+    for (const char* k : {"error_rel", "error_abs_max", "message"})
+      if (c.is_object() && c.contains(k) && !c[k].is_null()) f.feedback[k] = c[k];
+    if (c.is_object() && c.contains("guardrails") && c["guardrails"].is_object()) {
+      auto b = finite_number(c["guardrails"], "bound_ratio_max");
+      if (b) f.feedback["bound_ratio_max"] = *b;
+    }
+    for (const char* k : {"worst", "top_kernels"})
+      if (c.is_object() && c.contains(k) && (c[k].is_object() || c[k].is_array())) f.feedback[k] = c[k];
     const json inc = c.is_object() && c.contains("incumbent") ? c["incumbent"] : json();
     if (inc.is_object()) {
       f.incumbent_status = str(inc, "status", "?");
@@ -84,10 +172,10 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy) {
       if (!f.speedup) {
         comparable = false;
         if (f.status == "ok" && f.correct)
-          v.reasons.push_back(fmt::format(
-              "case {}: no A/B comparison with the incumbent (incumbent {}: {}); without one a speed-up "
+          failed(f.test_case_id, fmt::format(
+              "no A/B comparison with the incumbent (incumbent {}: {}); without one a speed-up "
               "cannot be shown",
-              f.test_case_id, f.incumbent_status.empty() ? "not timed" : f.incumbent_status,
+              f.incumbent_status.empty() ? "not timed" : f.incumbent_status,
               clip(str(inc, "message", "the judge ran without incumbent_src"))));
       } else {
         speedups.push_back(*f.speedup);
@@ -96,6 +184,12 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy) {
       }
     }
     v.cases.push_back(std::move(f));
+  }
+
+  for (const auto& [what, ids] : failures) {
+    std::string names;
+    for (const auto& id : ids) names += (names.empty() ? "" : ", ") + id;
+    v.reasons.push_back(fmt::format("{} {}: {}", ids.size() == 1 ? "case" : "cases", names, what));
   }
 
   if (v.reasons.empty() && !(overall.is_object() && overall.value("accept", false) == true))
@@ -155,6 +249,7 @@ json Verdict::to_json() const {
       j["incumbent_status"] = c.incumbent_status;
       j["incumbent_metrics"] = c.incumbent_metrics;
     }
+    j["feedback"] = c.feedback;
     cs.push_back(std::move(j));
   }
   return json{{"outcome", to_string(outcome)},

@@ -62,6 +62,16 @@ struct CaseFigures {
   int faster_pairs = 0;               // pairs the submission won
   std::string incumbent_status;       // empty without A/B
   nlohmann::json incumbent_metrics;   // null without A/B
+  // What a contributor acts on, carried from the judge's case document (never
+  // recomputed): `shape` (the metas' workload and dims, as text) and
+  // `params` (the same as the metas hold them), `time_us`,
+  // `roofline_us` and `roofline_pct` (the roofline gate's figures: 100 =
+  // as fast as the device can go), `error_rel`, `error_abs_max`,
+  // `bound_ratio_max`, `worst` (the element farthest outside the bound:
+  // output, index, shape, out, expected) and `top_kernels` (name, count,
+  // time_us, share) where the judge reported them, `gates` with units, and
+  // the judge's `message`. An object; keys the document lacks are absent.
+  nlohmann::json feedback = nlohmann::json::object();
 };
 
 struct Verdict {
@@ -88,6 +98,18 @@ double sign_test_p(int wins, int n);
 
 // `document` is a verified benchmark_output document; `has_incumbent` says
 // whether the package had accepted source to beat.
-Verdict decide(const nlohmann::json& document, bool has_incumbent, const Policy& policy = {});
+// `metas` (KERNEL_ZOO_TEST_CASE_METAS of the trusted harness, or null) name
+// each case's workload and shape in the reasons and the feedback.
+//
+// Reasons: one per distinct failure, not one per case -- a correctness
+// failure that ends every case of a workload reads once, naming the cases it
+// ended ("cases a, b: ...") and the shape; every gate's figures carry their
+// unit (gate_unit).
+Verdict decide(const nlohmann::json& document, bool has_incumbent, const Policy& policy = {},
+               const nlohmann::json& metas = nullptr);
+
+// The unit of a judge gate's value and limit ("us", "kernels per call", ...);
+// empty for a gate this service does not know.
+std::string gate_unit(const std::string& gate);
 
 }  // namespace kzoo::verdict

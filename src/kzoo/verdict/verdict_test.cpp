@@ -98,7 +98,8 @@ TEST(Verdict, AFailedGateIsRejected) {
   c["gates"]["roofline"] = {{"value", 1.0}, {"limit", 250.0}, {"pass", false}};
   auto v = decide(doc_of({c}, false), true);
   EXPECT_EQ(v.outcome, Outcome::rejected);
-  EXPECT_TRUE(mentions(v, "gate roofline failed (value 1.0, limit 250.0)"));
+  EXPECT_TRUE(mentions(v, "case a: gate roofline failed: measured 1 us, faster than the device's roofline of 250 us"))
+      << v.reasons.front();
 }
 
 TEST(Verdict, TheJudgesOwnRejectionIsHonouredEvenIfNoRuleHereSeesWhy) {
@@ -241,6 +242,78 @@ TEST(Verdict, JsonCarriesTheFigures) {
   EXPECT_DOUBLE_EQ(j["cases"][0]["ratio_spread"].get<double>(), 0.05);
   EXPECT_EQ(j["cases"][0]["faster_pairs"], 10);
   EXPECT_TRUE(j["reasons"].empty());
+}
+
+// The metas of three cases of one workload at three shapes.
+json three_shapes() {
+  json metas = json::array();
+  for (int i = 0; i < 3; ++i)
+    metas.push_back({{"test_case_id", "c" + std::to_string(i)},
+                     {"params", {{"workload", "rows"}, {"shape", {{"M", 1024 << i}, {"N", 4096}}}}}});
+  return metas;
+}
+
+TEST(Verdict, OneFailureThatEndsEveryCaseReadsOnceNamingTheCasesItEnded) {
+  json cases = json::array();
+  for (int i = 0; i < 3; ++i) {
+    auto c = ok_case("c" + std::to_string(i));
+    c["status"] = "incorrect";
+    c["correct"] = false;
+    c["message"] = "correctness trials: correctness rows/0/0 at shape {'M': 8, 'N': 16}: output 'y': relative error 0.2 "
+                   "exceeds 1e-05";
+    cases.push_back(c);
+  }
+  auto v = decide(doc_of(cases, false), false, {}, three_shapes());
+  ASSERT_EQ(v.reasons.size(), 1u) << "one failure, one reason";
+  EXPECT_TRUE(mentions(v, "cases c0, c1, c2: incorrect, not correct (correctness trials: correctness rows/0/0 at shape "
+                          "{'M': 8, 'N': 16}"))
+      << v.reasons.front();
+}
+
+TEST(Verdict, DistinctFailuresEachReadOnceAndNameTheirShapeAndUnits) {
+  auto slow = ok_case("c0");
+  slow["gates"]["kernels-per-step"] = {{"value", 7}, {"limit", 2}, {"pass", false}};
+  auto err = ok_case("c1");
+  err["status"] = "error";
+  err["correct"] = false;
+  err["message"] = "the submission raised on call 3: CUDA out of memory";
+  auto v = decide(doc_of({slow, err, ok_case("c2")}, false), false, {}, three_shapes());
+  ASSERT_EQ(v.reasons.size(), 2u);
+  EXPECT_TRUE(mentions(v, "case c0: gate kernels-per-step failed: 7 kernels per call, limit 2 kernels per call "
+                          "(workload rows at M=1024, N=4096)"))
+      << v.reasons[0];
+  EXPECT_TRUE(mentions(v, "case c1: error, not correct (the submission raised on call 3: CUDA out of memory; workload "
+                          "rows at M=2048, N=4096)"))
+      << v.reasons[1];
+}
+
+TEST(Verdict, EachCaseCarriesWhatAContributorActsOn) {
+  auto c = ok_case("c0");
+  c["gates"]["roofline"] = {{"value", 400.0}, {"limit", 300.0}, {"pass", true}};
+  c["guardrails"] = {{"bound_ratio_max", 0.25}};
+  c["top_kernels"] = json::array({{{"name", "softmax_kernel"}, {"count", 2}, {"time_us", 380.0}, {"share", 0.95}}});
+  auto bad = ok_case("c1");
+  bad["status"] = "incorrect";
+  bad["correct"] = false;
+  bad["error_abs_max"] = 3.5;
+  bad["worst"] = {{"output", "y"}, {"index", json::array({3, 17})}, {"shape", {{"M", 8}, {"N", 32}}}, {"out", 4.0},
+                  {"expected", 0.5}};
+  auto j = decide(doc_of({c, bad}, false), false, {}, three_shapes()).to_json();
+  const json& f = j["cases"][0]["feedback"];
+  EXPECT_EQ(f["shape"], "workload rows at M=1024, N=4096");
+  EXPECT_DOUBLE_EQ(f["time_us"].get<double>(), 400.0);
+  EXPECT_DOUBLE_EQ(f["roofline_us"].get<double>(), 300.0);
+  EXPECT_DOUBLE_EQ(f["roofline_pct"].get<double>(), 75.0) << "the roofline's time over the measured time";
+  EXPECT_DOUBLE_EQ(f["bound_ratio_max"].get<double>(), 0.25);
+  EXPECT_EQ(f["top_kernels"][0]["name"], "softmax_kernel");
+  bool roofline_gate = false;
+  for (const auto& g : f["gates"])
+    if (g["name"] == "roofline") roofline_gate = g["unit"] == "us" && g["passed"] == true;
+  EXPECT_TRUE(roofline_gate) << f["gates"];
+  const json& w = j["cases"][1]["feedback"];
+  EXPECT_EQ(w["worst"]["index"], json::array({3, 17}));
+  EXPECT_DOUBLE_EQ(w["error_abs_max"].get<double>(), 3.5);
+  EXPECT_FALSE(w.contains("roofline_pct")) << "no figure is made up where the judge reported none";
 }
 
 }  // namespace

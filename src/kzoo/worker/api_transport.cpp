@@ -48,8 +48,12 @@ class Api final : public JobTransport {
     return std::vector<store::Requeued>{};  // the server takes leases back when runners claim
   }
 
-  store::StateResult<std::optional<store::Job>> claim(const std::string& worker_id, int lease_seconds) override {
-    auto r = post("/api/runner/claim", {{"worker", worker_id}, {"lease_seconds", lease_seconds}});
+  store::StateResult<std::optional<store::Job>> claim(const std::string& worker_id, int lease_seconds,
+                                                      std::optional<int> compute_capability) override {
+    json body = {{"worker", worker_id}, {"lease_seconds", lease_seconds}};
+    if (compute_capability)
+      body["compute_capability"] = fmt::format("{}.{}", *compute_capability / 10, *compute_capability % 10);
+    auto r = post("/api/runner/claim", body);
     if (!r) return tl::unexpected(store::StateError{store::StateError::io, r.error().message});
     if (r->status == 204) return std::optional<store::Job>();
     if (r->status != 200 || !r->body.is_object()) return tl::unexpected(state_error(*r));

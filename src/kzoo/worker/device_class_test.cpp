@@ -11,6 +11,7 @@
 
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/runner/test_support.hpp"
+#include "kzoo/server/data_dir.hpp"
 #include "kzoo/worker/worker.hpp"
 
 namespace kzoo::worker {
@@ -114,6 +115,32 @@ TEST(DeviceClass, AWorkerOnAnUnknownGpuRefusesToStart) {
   auto w = Worker::open(o);
   ASSERT_FALSE(w);
   EXPECT_NE(w.error().message.find("refusing to start"), std::string::npos) << w.error().message;
+}
+
+// A CUDA worker claims only jobs its device can run, so it must know its
+// compute capability: read from the driver, or it does not start.
+TEST(DeviceClass, ACudaWorkerReadsItsComputeCapabilityOrRefusesToStart) {
+  TempDir d;
+  auto data = server::init_data_dir(d.path() + "/data", std::string(KZOO_SOURCE_DIR) + "/catalog/kernel_data",
+                                    server::ServerConfig{}, "cpu");
+  ASSERT_TRUE(data) << data.error().message;
+  WorkerOptions o;
+  o.data_dir = data->root;
+  o.catalog_dir = std::string(KZOO_SOURCE_DIR) + "/catalog";
+  o.device = "cuda";
+  {
+    FakeSmi smi("NVIDIA H200, 9.0");  // name,driver and name,compute_cap alike
+    auto w = Worker::open(o);
+    ASSERT_TRUE(w) << w.error().message;
+    EXPECT_EQ((*w)->options().compute_capability, 90);
+  }
+  {
+    FakeSmi smi("NVIDIA H200, 550.54.15");  // a driver too old to report compute_cap
+    auto w = Worker::open(o);
+    ASSERT_FALSE(w);
+    EXPECT_NE(w.error().message.find("compute capability"), std::string::npos) << w.error().message;
+    EXPECT_NE(w.error().message.find("--device cpu"), std::string::npos) << w.error().message;
+  }
 }
 
 }  // namespace

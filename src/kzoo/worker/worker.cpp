@@ -1,5 +1,7 @@
 #include "kzoo/worker/worker.hpp"
 
+#include "kzoo/local/task_env.hpp"
+
 #include <thread>
 
 #include <fmt/format.h>
@@ -47,6 +49,16 @@ Result<void> resolve_device_class(WorkerOptions& o) {
   if (!dc) return tl::unexpected(dc.error());
   o.device_class = *dc;
   o.gpu_name = gpu ? gpu->name : "";
+  if (o.device == "cuda" && !o.compute_capability) {
+    // The lowest capability among the visible GPUs: a job that needs more is
+    // left for a runner that has it (JobQueue::claim_job).
+    auto facts = local::probe_device("cuda");
+    if (facts && facts->compute_capability) o.compute_capability = local::capability_tenths(*facts->compute_capability);
+    if (!o.compute_capability)
+      return fail("cannot read this GPU's compute capability (nvidia-smi --query-gpu=compute_cap): a CUDA worker "
+                  "needs it to claim only jobs its device can run; update the NVIDIA driver (compute_cap needs 510 or "
+                  "later) or run the worker with --device cpu");
+  }
   return ok();
 }
 
@@ -88,7 +100,7 @@ Result<std::optional<JobReport>> Worker::run_once() {
   } else {
     say("requeue_expired failed: " + r.error().message);
   }
-  auto claimed = t_->claim(o_.worker_id, o_.lease_seconds);
+  auto claimed = t_->claim(o_.worker_id, o_.lease_seconds, o_.device == "cuda" ? o_.compute_capability : std::nullopt);
   if (!claimed) return fail("claiming a job failed: " + claimed.error().message);
   if (!*claimed) return std::optional<JobReport>();
   return std::optional<JobReport>(jobs::grade_job(*t_, **claimed, o_));
