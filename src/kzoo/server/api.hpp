@@ -154,6 +154,10 @@ struct Api {
   // The token check of a page (require, Action::read), its refusal as a page.
   bool page_readable(const httplib::Request& req, httplib::Response& res);
 
+  // What `kernel_id`'s jobs need of a GPU runner, in tenths of a compute
+  // capability (submissions.cpp): desc.yaml on main and the catalog's task.
+  int required_capability_of(const std::string& kernel_id);
+
   // Rejects submissions left `received` by a killed server; deletes stray uploads.
   Result<int> recover();
 };
