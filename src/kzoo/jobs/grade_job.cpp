@@ -22,6 +22,7 @@
 #include "kzoo/board/score.hpp"
 #include "kzoo/jobs/check.hpp"
 #include "kzoo/jobs/heartbeat.hpp"
+#include "kzoo/local/task_env.hpp"
 #include "kzoo/package/inspect.hpp"
 #include "kzoo/package/tarball.hpp"
 #include "kzoo/runner/grade.hpp"
@@ -269,6 +270,22 @@ class Grading {
     auto text = util::read_file_capped(*tpath, 8u << 20);
     if (!text) return failed(text.error().message);
     h.task_text = std::move(*text);
+    // The task's environment (offline, gpus, min_compute_capability) is
+    // honoured or the job is refused naming the field, as `kzoo grade`
+    // refuses locally: never silently ignored. A task problem, not the
+    // submission's: the job fails (it is not rejected) and says so.
+    local::DeviceFacts dev;
+    dev.device = o_.device;
+    dev.gpus = o_.gpus;
+    dev.gpu_name = o_.gpu_name;
+    if (o_.compute_capability)
+      dev.compute_capability = fmt::format("{}.{}", *o_.compute_capability / 10, *o_.compute_capability % 10);
+    const auto env = local::check_task_environment(json::parse(h.task_text, nullptr, false), *tpath, dev);
+    if (!env.refusals.empty()) {
+      std::string why;
+      for (const auto& r : env.refusals) why += (why.empty() ? "" : "; ") + r;
+      return failed("the task's environment cannot be honoured on this runner: " + why);
+    }
     return h;
   }
 

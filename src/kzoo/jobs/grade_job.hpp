@@ -63,6 +63,11 @@ struct GradeJobOptions {
   std::string device = "cpu";
   std::string device_class;  // the catalog's device class of the results
   std::string gpu_name;      // as the driver reported it (cuda)
+  int gpus = 0;              // GPUs visible (cuda)
+  // The device's compute capability in tenths (90 = 9.0), read from the driver
+  // (cuda): the worker claims only jobs needing no more, and every job's task
+  // environment is checked against it. nullopt: a CPU worker.
+  std::optional<int> compute_capability;
   int lease_seconds = 120;
   bool sandboxed = true;
   std::chrono::seconds timeout{1800};  // benchmark.py's wall-clock limit

@@ -179,6 +179,9 @@ struct Api {
   gitserve::PushAnswer judge_push(const Caller& caller, const std::vector<gitserve::PushCommand>& cmds);
   gitserve::RefResult judge_ref(const Caller& caller, store::StateDb& db, const gitserve::PushCommand& c,
                                 std::vector<std::string>& messages);
+  // What `kernel_id`'s jobs need of a GPU runner, in tenths of a compute
+  // capability (submissions.cpp): desc.yaml on main and the catalog's task.
+  int required_capability_of(const std::string& kernel_id);
 
   // Rejects submissions left `received` by a killed server; deletes stray uploads.
   Result<int> recover();

@@ -388,7 +388,9 @@ gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, co
       (void)dbx.reject(s->id, {"the server could not store the package: " + cm.error().message}, nullptr);
       return refuse("storage: " + cm.error().message);
     }
-    auto job = pull_request ? dbx.open_pull(s->id, cfg.max_attempts) : dbx.enqueue(s->id, cfg.max_attempts, held);
+    // What the kernel's jobs need of a GPU runner, as for an upload (submissions.cpp).
+    const int needs = required_capability_of(k);
+    auto job = pull_request ? dbx.open_pull(s->id, cfg.max_attempts, needs) : dbx.enqueue(s->id, cfg.max_attempts, held, needs);
     if (!job) return refuse(job.error().message);
     ++made;
     metrics.count_submission(job->held ? "held" : "queued");

@@ -139,7 +139,9 @@ void Api::post_route_merge(const httplib::Request& req, httplib::Response& res) 
       (void)(*lease)->reject(s->id, {"the server could not store the package: " + c.error().message}, nullptr);
       return send_error(res, 500, "storage", c.error().message);
     }
-    auto job = pull_request ? (*lease)->open_pull(s->id, cfg.max_attempts) : (*lease)->enqueue(s->id, cfg.max_attempts, held);
+    const int needs = required_capability_of(k);
+    auto job = pull_request ? (*lease)->open_pull(s->id, cfg.max_attempts, needs)
+                            : (*lease)->enqueue(s->id, cfg.max_attempts, held, needs);
     if (!job) return send_error(res, http_status(job.error()), "database", job.error().message);
     json e = {{"id", s->id}, {"kernel_id", k}, {"job_id", job->id}, {"held", job->held},
               {"links", {{"self", fmt::format("/api/submissions/{}", s->id)}}}};

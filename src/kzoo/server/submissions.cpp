@@ -23,28 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// What a kernel's jobs need of a GPU runner (local::required_capability), read
-// from the trusted side: the package's desc.yaml on main (min_arch_feature)
-// and its task in the catalog's tasks/ beside the kernel_data root the server
-// serves (environment.min_compute_capability). 0 when neither can be read: any
-// runner may take it, and the worker's own check of the task still applies.
-int required_capability_of(const store::KernelRepo& repo, const std::string& catalog, const std::string& kernel_id) {
-  nlohmann::json desc, task;
-  if (auto text = repo.read_file(kernel_id + "/.kernel_package/desc.yaml"); text)
-    if (auto d = format::parse_yaml(*text, "desc.yaml"); d && d->is_object()) desc = *d;
-  if (desc.is_object() && desc.contains("reference_sources") && desc["reference_sources"].is_array())
-    for (const auto& r : desc["reference_sources"])
-      if (r.is_object() && r.value("kind", "") == "task" && r.contains("ref") && r["ref"].is_string() &&
-          package::detail::segment_problem(r["ref"].get<std::string>()).empty() && r["ref"] != "." && r["ref"] != "..") {
-        const fs::path file = fs::path(catalog).parent_path() / "tasks" / r["ref"].get<std::string>() / "task.json";
-        std::ifstream in(file, std::ios::binary);
-        if (!in) break;
-        auto t = nlohmann::json::parse(in, nullptr, false);
-        if (!t.is_discarded()) task = t;
-        break;
-      }
-  return local::required_capability(task, desc);
-}
 
 // The text fields of the envelope (schemas/submission_envelope.schema.json);
 // each is capped well above its schema maxLength, in bytes, while streaming.
@@ -346,9 +324,8 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
   }
   // A pull request waits for the route's owner (then, from outside the
   // project, for a maintainer too); an outsider's own job for a maintainer.
-  auto job = pull_request ? dbx->open_pull(s->id, cfg.max_attempts)
-                          : dbx->enqueue(s->id, cfg.max_attempts, held,
-                                         required_capability_of(repo, cfg.catalog, kernel_id));
+  const int needs = required_capability_of(kernel_id);
+  auto job = pull_request ? dbx->open_pull(s->id, cfg.max_attempts, needs) : dbx->enqueue(s->id, cfg.max_attempts, held, needs);
   if (!job) return refuse({http_status(job.error()), "database", job.error().message});
   metrics.count_submission(job->held ? "held" : "queued");
   res.set_header("Location", fmt::format("/api/submissions/{}", s->id));
@@ -390,6 +367,30 @@ Result<int> Api::recover() {
     }
   }
   return n;
+}
+
+// What a kernel's jobs need of a GPU runner (local::required_capability), read
+// from the trusted side: the package's desc.yaml on main (min_arch_feature)
+// and its task in the catalog's tasks/ beside the kernel_data root the server
+// serves (environment.min_compute_capability). 0 when neither can be read: any
+// runner may take it, and the worker's own check of the task still applies.
+int Api::required_capability_of(const std::string& kernel_id) {
+  const std::string& catalog = cfg.catalog;
+  nlohmann::json desc, task;
+  if (auto text = repo.read_file(kernel_id + "/.kernel_package/desc.yaml"); text)
+    if (auto d = format::parse_yaml(*text, "desc.yaml"); d && d->is_object()) desc = *d;
+  if (desc.is_object() && desc.contains("reference_sources") && desc["reference_sources"].is_array())
+    for (const auto& r : desc["reference_sources"])
+      if (r.is_object() && r.value("kind", "") == "task" && r.contains("ref") && r["ref"].is_string() &&
+          package::detail::segment_problem(r["ref"].get<std::string>()).empty() && r["ref"] != "." && r["ref"] != "..") {
+        const fs::path file = fs::path(catalog).parent_path() / "tasks" / r["ref"].get<std::string>() / "task.json";
+        std::ifstream in(file, std::ios::binary);
+        if (!in) break;
+        auto t = nlohmann::json::parse(in, nullptr, false);
+        if (!t.is_discarded()) task = t;
+        break;
+      }
+  return local::required_capability(task, desc);
 }
 
 }  // namespace kzoo::server

@@ -178,7 +178,7 @@ class SqlAccounts : public virtual AccountStore {
 class SqlPulls : public virtual PullStore {
  public:
   explicit SqlPulls(Core& c) : c_(c) {}
-  StateResult<Job> open_pull(std::int64_t submission_id, int max_attempts) override;
+  StateResult<Job> open_pull(std::int64_t submission_id, int max_attempts, int requires_cc) override;
   StateResult<Pull> decide_pull(std::int64_t submission_id, bool merge, bool then_admin,
                                 const std::string& why) override;
   StateResult<Pull> get_pull(std::int64_t submission_id) override;

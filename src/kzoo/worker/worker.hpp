@@ -34,10 +34,6 @@ struct WorkerOptions : jobs::GradeJobOptions {
   // runner API with `token` (a runner token), and data_dir is not used.
   std::string server_url;
   std::string token;
-  // A CUDA worker's compute capability in tenths (90 = 9.0), read from the
-  // driver when it opens: it claims only jobs that need no more. nullopt: a
-  // CPU worker (it grades every task's correctness, measuring no GPU figure).
-  std::optional<int> compute_capability;
 };
 
 using jobs::JobReport;

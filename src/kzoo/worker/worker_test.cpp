@@ -245,6 +245,24 @@ TEST_F(WorkerTest, AnIncorrectSubmissionIsRejectedAndNothingIsCommitted) {
   expect_decided_by_decide_run(job, rep);
 }
 
+// A task's environment is honoured or the job refused naming the field, as
+// `kzoo grade` refuses locally: a task that needs the network cannot be graded
+// in the sandbox, and the job says why instead of grading as if it could.
+TEST_F(WorkerTest, ATaskWhoseEnvironmentTheRunnerCannotHonourFailsTheJobNamingTheField) {
+  std::string task = kTask;
+  task.insert(task.rfind('}'), R"(, "environment": {"offline": false})");
+  write_file(root / "catalog/tasks/tiny-softmax/task.json", task);
+  const std::string before = head();
+  auto job = submit(package_tree(kWrong));
+  auto rep = run_one();
+  EXPECT_EQ(rep.outcome, store::Outcome::failed) << "a task problem, not the submission's";
+  ASSERT_FALSE(rep.reasons.empty());
+  EXPECT_NE(rep.reasons[0].find("environment.offline is false"), std::string::npos) << rep.reasons[0];
+  EXPECT_NE(rep.reasons[0].find("\"offline\": true"), std::string::npos) << "the fix: " << rep.reasons[0];
+  EXPECT_EQ(head(), before);
+  EXPECT_EQ(state->get_job(job)->state, store::State::failed);
+}
+
 TEST_F(WorkerTest, TheSameSourceAsTheIncumbentIsNotAnImprovement) {
   const std::string before = head();
   auto job = submit(package_tree(kSlow));
