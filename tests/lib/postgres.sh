@@ -47,7 +47,7 @@ pg_start() {
   }
   # fsync off: a test database that a crash loses is recreated by the next run.
   pg_as "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-k $dir -p $PG_PORT -c listen_addresses='' -c fsync=off -c max_connections=300" start >/dev/null || {
+    -o "-k $dir -p $PG_PORT -c listen_addresses='' -c fsync=${KZOO_PG_FSYNC:-off} -c max_connections=300" start >/dev/null || {
     cat "$dir/server.log" >&2
     return 1
   }
