@@ -114,6 +114,34 @@ void BM_GitAccept(benchmark::State& state) {
 }
 BENCHMARK(BM_GitAccept)->Unit(benchmark::kMicrosecond);
 
+// One job's evidence commit on a new refs/jobs/<id> (the other repository
+// write every job makes): six files of the sizes a CPU grade left
+// (scripts/repo_growth.sh, docs/PERF.md), each job's numbers different.
+void BM_GitEvidence(benchmark::State& state) {
+  testing::TempDir dir;
+  testing::write_file(dir.path() / "catalog/.kernel_data", "");
+  auto repo = KernelRepo::init_from_catalog(dir / "catalog", dir / "repo");
+  if (!repo) throw std::runtime_error(repo.error().message);
+  const std::pair<const char*, std::size_t> sizes[] = {{"benchmark_output.json", 5965}, {"verdict.json", 2025},
+                                                       {"stderr.log", 1831}, {"check.json", 1503},
+                                                       {"run.json", 358}, {"metrics.json", 215}};
+  int n = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::map<std::string, std::string> files;
+    ++n;
+    for (auto [name, size] : sizes) {
+      std::string body;
+      while (body.size() < size) body += fmt::format("{{\"job\": {}, \"x\": {}}}\n", n, body.size() * 7919 % 10007);
+      files[name] = body.substr(0, size);
+    }
+    state.ResumeTiming();
+    auto r = repo->record_job_evidence(std::to_string(n), files, "evidence");
+    if (!r) { state.SkipWithError(r.error().message.c_str()); break; }
+  }
+}
+BENCHMARK(BM_GitEvidence)->Unit(benchmark::kMicrosecond);
+
 // ---- PostgreSQL ------------------------------------------------------------
 
 std::string pg_admin_url() {
