@@ -8,7 +8,7 @@
 // same on PostgreSQL 15, plus N concurrent claimers (threads, each its own
 // connection, claim_job's FOR UPDATE SKIP LOCKED) claiming and completing.
 // Without it those are skipped with a line on stderr. docs/PERF.md
-// ("Claims per second on PostgreSQL") has the script line that starts a
+// ("Sizing figures", "Claims per second through PostgreSQL 15") has the script line that starts a
 // server, runs them and stops it.
 #include <benchmark/benchmark.h>
 
@@ -266,7 +266,7 @@ void register_pg() {
   if (pg_admin_url().empty()) {
     std::fprintf(stderr,
                  "PostgreSQL benchmarks skipped: KZOO_BENCH_PG_URL is not set "
-                 "(docs/PERF.md, \"Claims per second on PostgreSQL\")\n");
+                 "(docs/PERF.md, \"Sizing figures\")\n");
     return;
   }
   g_claimers_url = pg_fresh_database("kzoo_bench_claimers");
