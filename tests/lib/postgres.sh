@@ -2,7 +2,8 @@
 # A private PostgreSQL 15 for the tests (LIBNOTES): initdb and pg_ctl from
 # Debian's postgresql-15, listening on a unix socket in DIR only (no TCP), as
 # the `postgres` user when run as root (initdb refuses root), as the caller
-# otherwise.
+# otherwise. fsync is off (a test database a crash loses is recreated);
+# KZOO_PG_FSYNC=on starts a durable one (scripts/bench_pg_claims.sh).
 #
 #   postgres.sh start DIR   creates DIR/data, starts the server, prints the
 #                           admin URL (database postgres, user kzoo) on stdout

@@ -8,8 +8,8 @@
 // same on PostgreSQL 15, plus N concurrent claimers (threads, each its own
 // connection, claim_job's FOR UPDATE SKIP LOCKED) claiming and completing.
 // Without it those are skipped with a line on stderr. docs/PERF.md
-// ("Sizing figures", "Claims per second through PostgreSQL 15") has the script line that starts a
-// server, runs them and stops it.
+// ("Sizing figures", "Claims per second through PostgreSQL 15") has the
+// script line that starts a server, runs them and stops it.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
