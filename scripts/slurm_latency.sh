@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 why=$(slurm_unavailable)
 [ -z "$why" ] || { echo "SKIP: $why"; exit 77; }
 dir=$(mktemp -d /tmp/kzoo-slurm-lat-XXXXXX)
-trap 'slurm_stop "$dir/c"' EXIT
+trap 'slurm_stop "$dir/c"; rm -rf "$dir"' EXIT
 export SLURM_CONF
 SLURM_CONF=$(slurm_start "$dir/c")
 mkdir -p "$dir/out"
