@@ -2,7 +2,8 @@
 # A private PostgreSQL 15 for the tests (LIBNOTES): initdb and pg_ctl from
 # Debian's postgresql-15, listening on a unix socket in DIR only (no TCP), as
 # the `postgres` user when run as root (initdb refuses root), as the caller
-# otherwise.
+# otherwise. fsync is off (a test database a crash loses is recreated);
+# KZOO_PG_FSYNC=on starts a durable one (scripts/bench_pg_claims.sh).
 #
 #   postgres.sh start DIR   creates DIR/data, starts the server, prints the
 #                           admin URL (database postgres, user kzoo) on stdout
@@ -47,7 +48,7 @@ pg_start() {
   }
   # fsync off: a test database that a crash loses is recreated by the next run.
   pg_as "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-k $dir -p $PG_PORT -c listen_addresses='' -c fsync=off -c max_connections=300" start >/dev/null || {
+    -o "-k $dir -p $PG_PORT -c listen_addresses='' -c fsync=${KZOO_PG_FSYNC:-off} -c max_connections=300" start >/dev/null || {
     cat "$dir/server.log" >&2
     return 1
   }
