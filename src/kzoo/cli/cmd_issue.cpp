@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "kzoo/cli/command.hpp"
+#include "kzoo/cli/server_answer.hpp"
 #include "kzoo/cli/text_args.hpp"
 #include "kzoo/server/client.hpp"
 
@@ -20,6 +21,8 @@ using kzoo::cli::kExitError;
 using kzoo::cli::kExitInvalid;
 using kzoo::cli::kExitOk;
 using kzoo::cli::shown;
+using kzoo::cli::refused;
+constexpr auto str = &kzoo::cli::shown_field;
 using nlohmann::json;
 
 struct Opts {
@@ -29,19 +32,6 @@ struct Opts {
   int limit = 50;
   bool json_out = false;
 };
-
-std::string str(const json& j, const char* k) {
-  return j.contains(k) && j[k].is_string() ? shown(j[k].get<std::string>()) : "";
-}
-
-int refused(const char* cmd, const kzoo::Result<kzoo::server::Answer>& a) {
-  if (!a) {
-    std::cerr << "kzoo issue " << cmd << ": " << a.error().message << "\n";
-    return kExitError;
-  }
-  std::cerr << "kzoo issue " << cmd << ": " << kzoo::server::describe_error(*a) << "\n";
-  return a->status >= 500 ? kExitError : kExitInvalid;
-}
 
 void common(CLI::App& sub, Opts& o) {
   sub.add_option("--server", o.server, "Server URL (env KZOO_SERVER)");
@@ -98,7 +88,7 @@ const bool new_cmd = kzoo::cli::register_command(
       return [o] {
         if (!read_body(*o, "new")) return kExitError;
         auto a = kzoo::server::http_post_json(o->server, "/api/issues", {{"title", o->title}, {"body", o->body}});
-        if (!a || a->status != 201) return refused("new", a);
+        if (!a || a->status != 201) return refused("issue new", a);
         if (o->json_out) std::cout << a->body.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
         else std::cout << a->body.value("id", 0) << "\n";
         std::cerr << fmt::format("kzoo issue new: opened issue {} ({}/issues/{})\n", a->body.value("id", 0), o->server,
@@ -121,7 +111,7 @@ const bool list_cmd = kzoo::cli::register_command(
         if (!o->author.empty()) q += "&author=" + kzoo::server::query_escape(o->author);
         if (o->before > 0) q += fmt::format("&before={}", o->before);
         auto a = kzoo::server::http_get(o->server, q);
-        if (!a || a->status != 200) return refused("list", a);
+        if (!a || a->status != 200) return refused("issue list", a);
         if (o->json_out) {
           std::cout << a->body.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
           return kExitOk;
@@ -142,7 +132,7 @@ const bool show_cmd = kzoo::cli::register_command(
       common(sub, *o);
       return [o] {
         auto a = kzoo::server::http_get(o->server, fmt::format("/api/issues/{}", o->id));
-        if (!a || a->status != 200) return refused("show", a);
+        if (!a || a->status != 200) return refused("issue show", a);
         if (o->json_out) std::cout << a->body.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
         else print_issue(a->body, true);
         return kExitOk;
@@ -164,7 +154,7 @@ const bool comment_cmd = kzoo::cli::register_command(
         }
         auto a = kzoo::server::http_post_json(o->server, fmt::format("/api/issues/{}/comments", o->id),
                                               {{"body", o->body}});
-        if (!a || a->status != 201) return refused("comment", a);
+        if (!a || a->status != 201) return refused("issue comment", a);
         if (o->json_out) std::cout << a->body.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
         std::cerr << fmt::format("kzoo issue comment: comment {} on issue {}\n", a->body.value("id", 0), o->id);
         return kExitOk;
@@ -181,7 +171,7 @@ const bool close_cmd = kzoo::cli::register_command(
         json body = json::object();
         if (!o->why.empty()) body["why"] = o->why;
         auto a = kzoo::server::http_post_json(o->server, fmt::format("/api/issues/{}/close", o->id), body);
-        if (!a || a->status != 200) return refused("close", a);
+        if (!a || a->status != 200) return refused("issue close", a);
         if (o->json_out) std::cout << a->body.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
         std::cerr << fmt::format("kzoo issue close: issue {} closed\n", o->id);
         return kExitOk;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "kzoo/cli/command.hpp"
+#include "kzoo/cli/server_answer.hpp"
 #include "kzoo/cli/text_args.hpp"
 #include "kzoo/server/client.hpp"
 
@@ -25,20 +26,8 @@ struct Opts {
 };
 
 using kzoo::cli::shown;
-
-std::string str(const json& j, const char* k) {
-  return j.contains(k) && j[k].is_string() ? shown(j[k].get<std::string>()) : "";
-}
-
-// 2 when the server could not be asked or failed, 1 when it refused the request itself.
-int refused(const char* cmd, const kzoo::Result<kzoo::server::Answer>& a) {
-  if (!a) {
-    std::cerr << "kzoo " << cmd << ": " << a.error().message << "\n";
-    return kExitError;
-  }
-  std::cerr << "kzoo " << cmd << ": " << kzoo::server::describe_error(*a) << "\n";
-  return a->status >= 500 ? kExitError : kExitInvalid;
-}
+using kzoo::cli::refused;
+constexpr auto str = &kzoo::cli::shown_field;
 
 void print_pull(const json& p) {
   std::cout << fmt::format("pull request {} · {} · into {} (owner {}) · by {} · {}\n", p.value("id", 0), str(p, "state"),

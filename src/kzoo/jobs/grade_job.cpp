@@ -276,7 +276,8 @@ class Grading {
     // submission's: the job fails (it is not rejected) and says so.
     local::DeviceFacts dev;
     dev.device = o_.device;
-    dev.gpus = o_.gpus;
+    // With --gpus a job's sandbox binds only those GPUs: that is what it sees.
+    dev.gpus = o_.gpus.empty() ? o_.gpu_count : static_cast<int>(o_.gpus.size());
     dev.gpu_name = o_.gpu_name;
     if (o_.compute_capability)
       dev.compute_capability = fmt::format("{}.{}", *o_.compute_capability / 10, *o_.compute_capability % 10);

@@ -63,7 +63,7 @@ struct GradeJobOptions {
   std::string device = "cpu";
   std::string device_class;  // the catalog's device class of the results
   std::string gpu_name;      // as the driver reported it (cuda)
-  int gpus = 0;              // GPUs visible (cuda)
+  int gpu_count = 0;         // GPUs the machine shows (cuda); a job sees `gpus`' when set
   // The device's compute capability in tenths (90 = 9.0), read from the driver
   // (cuda): the worker claims only jobs needing no more, and every job's task
   // environment is checked against it. nullopt: a CPU worker.

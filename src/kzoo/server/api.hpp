@@ -204,6 +204,14 @@ void send_error(httplib::Response& res, int status, const std::string& code, con
 void send_json(httplib::Response& res, int status, const nlohmann::json& doc);
 // A page, with the pages' Content-Security-Policy (nothing but inline styles and data: images).
 void send_html(httplib::Response& res, int status, const std::string& html);
+// The route's numeric id (its first capture); 0 when it is none (the route's
+// pattern allows only 1-18 digits, so that is never a real id).
+std::int64_t path_id(const httplib::Request& req);
+// A state refusal as an answer: `not_found` and `wrong_state` name the codes
+// of this resource's (e.g. "unknown_issue", "closed"); invalid is
+// "invalid_field", anything else "database".
+void send_state_error(httplib::Response& res, const store::StateError& e, const char* not_found,
+                      const char* wrong_state);
 // StateError kind -> HTTP status (not_found 404, wrong_state/not_holder 409,
 // invalid 400, busy 503, io 500).
 int http_status(const store::StateError& e);

@@ -37,21 +37,7 @@ json comment_json(const store::IssueComment& c) {
   return {{"id", c.id}, {"who", c.who}, {"body", c.body}, {"at", iso8601(c.at)}};
 }
 
-std::int64_t id_of(const httplib::Request& req) {
-  try {
-    return req.matches.size() > 1 ? std::stoll(req.matches[1]) : 0;
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
-void state_error(httplib::Response& res, const store::StateError& e) {
-  const char* code = e.kind == store::StateError::not_found     ? "unknown_issue"
-                     : e.kind == store::StateError::wrong_state ? "closed"
-                     : e.kind == store::StateError::invalid     ? "invalid_field"
-                                                                : "database";
-  send_error(res, http_status(e), code, e.message, e.kind == store::StateError::not_found ? "id" : "");
-}
+void state_error(httplib::Response& res, const store::StateError& e) { send_state_error(res, e, "unknown_issue", "closed"); }
 
 // The request's body as a JSON object of at most 64 KiB, or nullopt with `res` filled.
 std::optional<json> object_body(const httplib::Request& req, httplib::Response& res, const char* shape) {
@@ -164,7 +150,7 @@ void Api::get_issue(const httplib::Request& req, httplib::Response& res) {
   if (!require(req, res, access::Action::read)) return;
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
-  auto i = (*lease)->get_issue(id_of(req));
+  auto i = (*lease)->get_issue(path_id(req));
   if (!i) return state_error(res, i.error());
   auto cs = (*lease)->issue_comments(i->id);
   if (!cs) return state_error(res, cs.error());
@@ -207,7 +193,7 @@ void Api::post_issue_comment(const httplib::Request& req, httplib::Response& res
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   (*lease)->set_actor(c->actor());
-  auto added = (*lease)->comment_issue(id_of(req), *text);
+  auto added = (*lease)->comment_issue(path_id(req), *text);
   if (!added) return state_error(res, added.error());
   res.set_header("Location", fmt::format("/api/issues/{}", added->issue_id));
   send_json(res, 201, comment_json(*added));
@@ -219,7 +205,7 @@ void Api::post_issue_close(const httplib::Request& req, httplib::Response& res) 
   if (!c) return;
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
-  auto i = (*lease)->get_issue(id_of(req));
+  auto i = (*lease)->get_issue(path_id(req));
   if (!i) return state_error(res, i.error());
   access::Context ctx;
   ctx.issue_author = i->author;

@@ -46,22 +46,8 @@ std::optional<std::string> owner_of(store::StateDb& db, const std::string& route
   return std::nullopt;
 }
 
-std::int64_t id_of(const httplib::Request& req) {
-  try {
-    return req.matches.size() > 1 ? std::stoll(req.matches[1]) : 0;
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
 
-
-void state_error(httplib::Response& res, const store::StateError& e) {
-  const char* code = e.kind == store::StateError::not_found     ? "unknown_pull"
-                     : e.kind == store::StateError::wrong_state ? "decided"
-                     : e.kind == store::StateError::invalid     ? "invalid_field"
-                                                                : "database";
-  send_error(res, http_status(e), code, e.message, e.kind == store::StateError::not_found ? "id" : "");
-}
+void state_error(httplib::Response& res, const store::StateError& e) { send_state_error(res, e, "unknown_pull", "decided"); }
 
 }  // namespace
 
@@ -89,7 +75,7 @@ void Api::get_pull(const httplib::Request& req, httplib::Response& res) {
   if (!require(req, res, access::Action::read)) return;
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
-  auto p = (*lease)->get_pull(id_of(req));
+  auto p = (*lease)->get_pull(path_id(req));
   if (!p) return state_error(res, p.error());
   auto cs = (*lease)->comments(p->submission_id);
   if (!cs) return state_error(res, cs.error());
@@ -110,7 +96,7 @@ void Api::post_pull_decision(const httplib::Request& req, httplib::Response& res
   if (!c) return;
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
-  auto p = (*lease)->get_pull(id_of(req));
+  auto p = (*lease)->get_pull(path_id(req));
   if (!p) return state_error(res, p.error());
   // Into a route: its owner (and their agents) or a maintainer; into main: a maintainer.
   access::Context ctx;
@@ -180,7 +166,7 @@ void Api::post_pull_comment(const httplib::Request& req, httplib::Response& res)
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   (*lease)->set_actor(c->actor());
-  auto added = (*lease)->add_comment(id_of(req), *k, text.get<std::string>());
+  auto added = (*lease)->add_comment(path_id(req), *k, text.get<std::string>());
   if (!added) return state_error(res, added.error());
   res.set_header("Location", fmt::format("/api/pulls/{}", added->submission_id));
   send_json(res, 201, comment_json(*added));

@@ -228,6 +228,23 @@ int http_status(const store::StateError& e) {
   return 500;
 }
 
+void send_state_error(httplib::Response& res, const store::StateError& e, const char* not_found,
+                      const char* wrong_state) {
+  const char* code = e.kind == store::StateError::not_found     ? not_found
+                     : e.kind == store::StateError::wrong_state ? wrong_state
+                     : e.kind == store::StateError::invalid     ? "invalid_field"
+                                                                : "database";
+  send_error(res, http_status(e), code, e.message, e.kind == store::StateError::not_found ? "id" : "");
+}
+
+std::int64_t path_id(const httplib::Request& req) {
+  try {
+    return req.matches.size() > 1 ? std::stoll(req.matches[1]) : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 std::string iso8601(store::UnixMs ms) { return iso8601_utc(ms, true); }
 
 store::StateResult<DbPool::Lease> DbPool::get() {

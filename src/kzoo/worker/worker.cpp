@@ -54,7 +54,7 @@ Result<void> resolve_device_class(WorkerOptions& o) {
     // left for a runner that has it (JobQueue::claim_job).
     auto facts = local::probe_device("cuda");
     if (facts && facts->compute_capability) o.compute_capability = local::capability_tenths(*facts->compute_capability);
-    if (facts) o.gpus = facts->gpus;
+    if (facts) o.gpu_count = facts->gpus;
     if (!o.compute_capability)
       return fail("cannot read this GPU's compute capability (nvidia-smi --query-gpu=compute_cap): a CUDA worker "
                   "needs it to claim only jobs its device can run; update the NVIDIA driver (compute_cap needs 510 or "
