@@ -171,14 +171,17 @@ Result<Cgroup> Cgroup::create(const CgroupLimits& limits, const std::string& roo
         cg.cpu_note_ = "no writable cgroup-v1 cpu hierarchy at " + base;
         return cg;
       }
+      // The CPU cap is optional: a group or quota the kernel refuses leaves the run uncapped, and says so.
       std::string dir = base + (base.back() == '/' ? "" : "/") + "kzoo-" + suffix;
-      if (::mkdir(dir.c_str(), 0755) != 0) return fail("cannot create cgroup " + dir + ": " + std::strerror(errno));
+      if (::mkdir(dir.c_str(), 0755) != 0) {
+        cg.cpu_note_ = "cannot create cgroup " + dir + ": " + std::strerror(errno);
+        return cg;
+      }
       cg.dirs_.push_back(dir);
-      if (auto r = write_text(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)); !r)
-        return tl::unexpected(r.error());
-      if (auto r = write_text(dir + "/cpu.cfs_quota_us", std::to_string(cpu_quota_us(limits.cpus))); !r)
-        return tl::unexpected(r.error());
-      cg.cpu_capped_ = true;
+      auto period = write_text(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs));
+      auto quota = period ? write_text(dir + "/cpu.cfs_quota_us", std::to_string(cpu_quota_us(limits.cpus))) : period;
+      if (quota) cg.cpu_capped_ = true;
+      else cg.cpu_note_ = quota.error().message;
     }
     return cg;
   }
@@ -216,8 +219,8 @@ Result<Cgroup> Cgroup::create(const CgroupLimits& limits, const std::string& roo
     }
     if (!offered && cg.cpu_note_.empty()) cg.cpu_note_ = "no cpu controller in " + root + "/cgroup.controllers";
     if (offered) {
-      if (auto r = write_text(dir + "/cpu.max", fmt_cpu_max(limits.cpus)); !r) return tl::unexpected(r.error());
-      cg.cpu_capped_ = true;
+      if (auto r = write_text(dir + "/cpu.max", fmt_cpu_max(limits.cpus)); r) cg.cpu_capped_ = true;
+      else cg.cpu_note_ = r.error().message;
     }
   }
   return cg;

@@ -55,8 +55,9 @@ CgroupVersion detect_cgroup_version(const std::string& root = "/sys/fs/cgroup");
 class Cgroup {
  public:
   // Creates the group and writes its limits. Fails (naming the file) when a
-  // directory cannot be made or a limit cannot be written; nothing is left
-  // behind on failure.
+  // directory cannot be made or the memory or process limit cannot be
+  // written; nothing is left behind on failure. The CPU cap alone is
+  // optional: when it cannot be set, cpu_capped() is false and cpu_note() says why.
   static Result<Cgroup> create(const CgroupLimits& limits, const std::string& root = "/sys/fs/cgroup");
 
   Cgroup(Cgroup&& other) noexcept;
