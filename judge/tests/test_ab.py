@@ -53,6 +53,10 @@ def judge_ab(candidate, incumbent, options=None, task_raw=None, device="cpu"):
         inc.close()
 
 
+# The options of the tests that hold identical code to the band 0.8-1.25: 32 timed pairs.
+AB_PAIRS_32 = {"iterations": 128, "warmup": 2, "batch": 4}
+
+
 class Interleaved(unittest.TestCase):
     def test_a_faster_submission_shows_a_stable_speedup_above_one(self):
         doc = judge_ab(h.GOOD_SOFTMAX, SLOW_SOFTMAX)
@@ -84,8 +88,10 @@ class Interleaved(unittest.TestCase):
         raw = catalog_softmax_task()
         raw["workloads"]["synthetic"]["measure"] = [[64, 1024]]
         raw["workloads"]["synthetic"]["graded"] = raw["workloads"]["synthetic"]["graded"][:1]
-        fused = open(os.path.join(CATALOG, "samples", "softmax_fused.py")).read()
-        slow = open(os.path.join(CATALOG, "samples", "softmax_six_passes.py")).read()
+        with open(os.path.join(CATALOG, "samples", "softmax_fused.py")) as f:
+            fused = f.read()
+        with open(os.path.join(CATALOG, "samples", "softmax_six_passes.py")) as f:
+            slow = f.read()
         opts = {"iterations": 40, "batch": 10}
         c = h.case0(judge_ab(slow, fused, opts, task_raw=raw))
         self.assertLess(c["speedup"]["value"], 1.0, c["message"])
@@ -98,8 +104,11 @@ class Interleaved(unittest.TestCase):
         # Regression: glibc's history-dependent mmap threshold made the submission's
         # child (which ran the correctness trials) time the same softmax ~1.6x slower
         # than the incumbent's in about half the runs. Two runs, each must be close.
+        # 32 pairs a run: with 16, the median per-pair ratio of honest identical code drew
+        # 0.75-1.26 on this 2-core machine while two builds ran beside it, and once left the
+        # band on CI's otherwise idle VM; a systematic 1.6x stays far outside it either way.
         for _ in range(2):
-            c = h.case0(judge_ab(h.GOOD_SOFTMAX, h.GOOD_SOFTMAX, {"iterations": 64, "warmup": 2, "batch": 4}))
+            c = h.case0(judge_ab(h.GOOD_SOFTMAX, h.GOOD_SOFTMAX, AB_PAIRS_32))
             self.assertGreater(c["speedup"]["ratio_median"], 0.8, c["message"])
             self.assertLess(c["speedup"]["ratio_median"], 1.25, c["message"])
 
@@ -249,8 +258,7 @@ class Containment(unittest.TestCase):
     """No process of the submission's, wherever it hides, works while the incumbent is timed."""
 
     def assert_not_swayed(self, helper, work, device="cpu"):
-        opts = {"iterations": 48, "warmup": 2, "batch": 4}
-        c = h.case0(judge_ab(saboteur(helper, work), h.GOOD_SOFTMAX, opts, device=device))
+        c = h.case0(judge_ab(saboteur(helper, work), h.GOOD_SOFTMAX, AB_PAIRS_32, device=device))
         self.assertEqual(c["status"], "ok", c["message"])
         # identical code against itself: the saboteur must not move the ratio out of the band
         # test_identical_code_measures_the_same_in_either_slot allows honest code
