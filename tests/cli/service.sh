@@ -425,6 +425,20 @@ json "$T/st.json" 'd["state"] in ("accepted", "rejected") and d["verdict"] and d
 run_to "[access] kzoo audit shows the hold, the release and the claim" 0 "$KZOO" audit --data "$D" --limit 1000 --json
 json "$T/out" '{("job.hold", "ola"), ("job.release", "mia"), ("job.claim", "mia")} <= {(e["action"], e["who"]) for e in d["entries"]}'
 fsck_clean "[access] after the api worker"
+
+# ---------------------------------------------------------------- 9. the daily upkeep, with the server up
+# Every job here ended minutes ago: kzoo maintain deletes no evidence (all within 30 days), packs the
+# repository under the server's feet, and every ref and every job's log stays readable.
+refs_before=$(git -C "$D/kernel_data.git" for-each-ref refs/jobs | wc -l)
+run_to "[maintain] kzoo maintain packs and expires nothing recent" 0 "$KZOO" maintain --data "$D" --json
+json "$T/out" 'd["deleted_refs"] == 0 and d["expired_jobs"] == 0 and d["packed"] is True and d["keep_days"] == 30'
+check "[maintain] every evidence ref is still there ($refs_before)" \
+  "$([ "$(git -C "$D/kernel_data.git" for-each-ref refs/jobs | wc -l)" = "$refs_before" ] && [ "$refs_before" -ge 1 ]; echo $?)"
+check "[maintain] the repository is packed" \
+  "$(git -C "$D/kernel_data.git" count-objects -v | grep -q '^in-pack: [1-9]'; echo $?)"
+check "[maintain] the server still serves a job's log from the packed repository" \
+  "$(curl -fsS -H "Authorization: Bearer $MIA_TOKEN" "$KZOO_SERVER/api/jobs/$held_job/log" >/dev/null; echo $?)"
+fsck_clean "[maintain] after packing"
 stop "$WORKER_PID"; WORKER_PID=
 stop "$SERVE_PID"; SERVE_PID=
 

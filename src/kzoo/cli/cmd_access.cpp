@@ -7,9 +7,6 @@
 // site). jobs, release and audit do too, or go through a server with
 // --server URL (or $KZOO_SERVER, unless --data is given) and a maintainer's
 // token ($KZOO_TOKEN).
-#include <pwd.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
@@ -19,6 +16,7 @@
 
 #include "kzoo/access/token.hpp"
 #include "kzoo/cli/command.hpp"
+#include "kzoo/cli/local_state.hpp"
 #include "kzoo/cli/text_args.hpp"
 #include "kzoo/server/client.hpp"
 #include "kzoo/server/config.hpp"
@@ -40,23 +38,7 @@ std::string default_data() {
   return env("KZOO_DATA").value_or(kzoo::server::default_config(env).data_dir);
 }
 
-// The audit trail's "who" for commands run on the data directory.
-store::Actor local_actor() {
-  const passwd* pw = ::getpwuid(::geteuid());
-  return {std::string("local:") + (pw && pw->pw_name ? pw->pw_name : std::to_string(::geteuid())), ""};
-}
-
-kzoo::Result<std::unique_ptr<store::StateDb>> open_db(const std::string& data) {
-  if (!kzoo::server::is_data_dir(data))
-    return kzoo::fail(data + " is not a kzoo data directory (no kernel_data.git and state.db): pass --data DIR, set "
-                             "KZOO_DATA, or create one with `kzoo init DIR`");
-  auto url = kzoo::server::resolve_state_url(data, "", kzoo::server::process_env());
-  if (!url) return kzoo::fail(url.error().message);
-  auto db = store::open_state(*url);
-  if (!db) return kzoo::fail(db.error().message);
-  (*db)->set_actor(local_actor());
-  return std::move(*db);
-}
+using kzoo::cli::local_actor;
 
 int error(const std::string& verb, const std::string& msg) {
   std::cerr << "kzoo " << verb << ": " << msg << "\n";
@@ -125,7 +107,7 @@ const bool user_add = kzoo::cli::register_command(
       data_option(sub, *o);
       sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {
-        auto db = open_db(o->data);
+        auto db = kzoo::cli::open_local_state(o->data);
         if (!db) return error("user add", db.error().message);
         auto u = (*db)->add_user(o->name, *store::parse_role(o->role));
         if (!u) return refused("user add", u.error());
@@ -144,7 +126,7 @@ const bool user_list = kzoo::cli::register_command(
       data_option(sub, *o);
       sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {
-        auto db = open_db(o->data);
+        auto db = kzoo::cli::open_local_state(o->data);
         if (!db) return error("user list", db.error().message);
         auto users = (*db)->list_users();
         if (!users) return refused("user list", users.error());
@@ -183,7 +165,7 @@ const bool token_new = kzoo::cli::register_command(
                                                 a ? "--agent" : "--runner", a ? "--agent" : "--runner",
                                                 a ? "claude" : "gpu-node-1"));
         }
-        auto db = open_db(o->data);
+        auto db = kzoo::cli::open_local_state(o->data);
         if (!db) return error("token new", db.error().message);
         auto fresh = kzoo::access::new_token();
         if (!fresh) return error("token new", fresh.error().message);
@@ -222,7 +204,7 @@ const bool token_list = kzoo::cli::register_command(
       data_option(sub, *o);
       sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {
-        auto db = open_db(o->data);
+        auto db = kzoo::cli::open_local_state(o->data);
         if (!db) return error("token list", db.error().message);
         auto ts = (*db)->list_tokens(o->name.empty() ? std::nullopt : std::optional(o->name));
         if (!ts) return refused("token list", ts.error());
@@ -250,7 +232,7 @@ const bool token_revoke = kzoo::cli::register_command(
       data_option(sub, *o);
       sub.add_flag("--json", o->json_out, "one JSON document on stdout");
       return [o] {
-        auto db = open_db(o->data);
+        auto db = kzoo::cli::open_local_state(o->data);
         if (!db) return error("token revoke", db.error().message);
         std::string id = o->name;
         if (auto p = kzoo::access::parse_token(id)) id = p->id;
@@ -277,7 +259,7 @@ const bool jobs_cmd = kzoo::cli::register_command(
           if (a->status != 200) return error("jobs", kzoo::server::describe_error(*a));
           list = a->body.value("held", json::array());
         } else {
-          auto db = open_db(o->data);
+          auto db = kzoo::cli::open_local_state(o->data);
           if (!db) return error("jobs", db.error().message);
           auto held = (*db)->held_jobs(1000);
           if (!held) return refused("jobs", held.error());
@@ -316,7 +298,7 @@ const bool release_cmd = kzoo::cli::register_command(
           }
           if (a->body.is_object()) released.update(a->body);
         } else {
-          auto db = open_db(o->data);
+          auto db = kzoo::cli::open_local_state(o->data);
           if (!db) return error("release", db.error().message);
           auto j = (*db)->release_job(o->job);
           if (!j) return refused("release", j.error());
@@ -341,7 +323,7 @@ const bool audit_cmd = kzoo::cli::register_command(
           if (a->status != 200) return error("audit", kzoo::server::describe_error(*a));
           list = a->body.value("entries", json::array());
         } else {
-          auto db = open_db(o->data);
+          auto db = kzoo::cli::open_local_state(o->data);
           if (!db) return error("audit", db.error().message);
           auto log = (*db)->audit_log({INT64_MAX, o->limit, std::nullopt});
           if (!log) return refused("audit", log.error());

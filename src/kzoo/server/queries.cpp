@@ -197,7 +197,10 @@ void Api::get_job_log(const httplib::Request& req, httplib::Response& res) {
   auto ev = repo.read_job_evidence(std::to_string(id));
   if (!ev)
     return send_error(res, 404, "no_log",
-                      fmt::format("job {} has no evidence yet (refs/jobs/{}): it is recorded when the job ends", id, id));
+                      fmt::format("job {} has no evidence (refs/jobs/{}): it is recorded when the job ends, and that "
+                                  "of a job that ended rejected, failed or cancelled goes after the site's retention "
+                                  "(kzoo maintain --keep-days); its verdict stays at /api/submissions",
+                                  id, id));
   auto it = ev->find("stderr.log");
   if (it == ev->end()) {
     std::string names;

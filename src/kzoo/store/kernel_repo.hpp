@@ -87,6 +87,9 @@ struct KernelRepoOptions {
   std::shared_ptr<RepoWriterLock> writer;  // none: the compare-and-swap alone (one host)
 };
 
+// "refs/jobs/<job_id>", or why `job_id` cannot name one (^[A-Za-z0-9_-]{1,128}$).
+Result<std::string> job_evidence_ref(const std::string& job_id);
+
 class KernelRepo {
  public:
   // Opens an existing repository made by init_from_catalog (no upward search).
@@ -176,6 +179,18 @@ class KernelRepo {
 
   // The evidence files of the latest commit on refs/jobs/<job_id>.
   Result<std::map<std::string, std::string>> read_job_evidence(const std::string& job_id) const;
+
+  // Deletes refs/jobs/<id> of each id that has one, all in one transaction
+  // (git update-ref --stdin, each deletion checking the commit it read): all
+  // go or none does. Ids without a ref are skipped (already expired). Returns
+  // how many refs were deleted. The commits become unreachable and go at the
+  // next pack() older than its prune grace (kernel_repo_maintain.cpp).
+  Result<std::size_t> expire_job_evidence(const std::vector<std::string>& job_ids) const;
+
+  // Packs refs and objects (git gc), under the writer's turn, with the
+  // repository's gc settings made explicit first: no automatic gc (never in a
+  // writer's turn or a push's), unreachable objects pruned after two weeks.
+  Result<void> pack() const;
 
  private:
   // The writer's turn (nullptr without a writer lock).

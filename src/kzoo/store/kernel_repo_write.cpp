@@ -430,9 +430,7 @@ Result<AcceptResult> KernelRepo::accept(const std::string& kernel_id, const pack
       author);
 }
 
-namespace {
-
-Result<std::string> job_ref(const std::string& job_id) {
+Result<std::string> job_evidence_ref(const std::string& job_id) {
   static const std::regex re("^[A-Za-z0-9_-]{1,128}$");
   if (!std::regex_match(job_id, re))
     return fail(fmt::format("job id \"{}\" cannot name an evidence ref: it must match ^[A-Za-z0-9_-]{{1,128}}$",
@@ -440,12 +438,10 @@ Result<std::string> job_ref(const std::string& job_id) {
   return "refs/jobs/" + job_id;
 }
 
-}  // namespace
-
 Result<std::string> KernelRepo::record_job_evidence(const std::string& job_id,
                                                     const std::map<std::string, std::string>& files,
                                                     const std::string& message) const {
-  auto ref_name = job_ref(job_id);
+  auto ref_name = job_evidence_ref(job_id);
   if (!ref_name) return tl::unexpected(ref_name.error());
   if (files.empty()) return fail(fmt::format("job {}: no evidence files given; nothing to record", job_id));
   git::FileMap map;
@@ -503,7 +499,7 @@ Result<std::string> KernelRepo::record_job_evidence(const std::string& job_id,
 }
 
 Result<std::map<std::string, std::string>> KernelRepo::read_job_evidence(const std::string& job_id) const {
-  auto ref_name = job_ref(job_id);
+  auto ref_name = job_evidence_ref(job_id);
   if (!ref_name) return tl::unexpected(ref_name.error());
   auto repo = git::open_repo(dir_);
   if (!repo) return tl::unexpected(repo.error());

@@ -27,7 +27,9 @@ Result<ProcessResult> run_process(const std::vector<std::string>& argv, const Pr
   posix_spawn_file_actions_init(&fa);
   if (o.capture_stdout) posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
   else posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  if (o.quiet_stderr) posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  if (o.stderr_to_stdout && o.capture_stdout) posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
+  else if (o.quiet_stderr) posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  if (!o.stdin_path.empty()) posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, o.stdin_path.c_str(), O_RDONLY, 0);
   pid_t pid = 0;
   int rc = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), o.env ? e.data() : environ);
   posix_spawn_file_actions_destroy(&fa);

@@ -16,6 +16,8 @@ struct ProcessOptions {
   std::optional<std::vector<std::string>> env;  // "K=V" entries; nullopt: this process's environment
   bool capture_stdout = true;    // else stdout goes to /dev/null
   bool quiet_stderr = false;     // stderr to /dev/null; else it stays this process's (a traceback reaches the user)
+  bool stderr_to_stdout = false; // stderr into `out` with stdout (a tool's error message, to quote; needs capture_stdout)
+  std::string stdin_path;        // a file to read stdin from; empty: this process's stdin
   std::size_t stdout_cap = 64u << 20;  // bytes kept; the rest is read and dropped
 };
 
