@@ -78,6 +78,24 @@ Result<CommitText> commit_text(const std::string& message, const Person& author,
   return CommitText{std::move(*msg), std::move(*author_sig), std::move(*committer_sig)};
 }
 
+// What a write to one branch works on: the writer's turn (held while this
+// lives), a fresh handle (nothing cached from an earlier, stale read) and
+// the branch's head as read under the turn.
+struct BranchWrite {
+  std::shared_ptr<void> turn;
+  git::Repo repo;
+  git::Commit head;
+};
+
+Result<BranchWrite> begin_write(Result<std::shared_ptr<void>> turn, const std::string& dir, const std::string& ref_name) {
+  if (!turn) return tl::unexpected(turn.error());
+  auto repo = git::open_repo(dir);
+  if (!repo) return tl::unexpected(repo.error());
+  auto head = git::resolve_commit(repo->get(), ref_name);
+  if (!head) return tl::unexpected(head.error());
+  return BranchWrite{std::move(*turn), std::move(*repo), std::move(*head)};
+}
+
 // One commit of `tree` on `parent`, and `ref_name` moved to it only while it
 // is still at `parent` (compare-and-swap). nullopt: another writer moved it
 // first, and nothing points at the new commit.
@@ -353,12 +371,10 @@ Result<std::string> KernelRepo::commit_files(const std::string& branch, const st
   auto text = commit_text(message, author, options_.committer);
   if (!text) return tl::unexpected(text.error());
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
-    auto turn = writer_turn();
-    if (!turn) return tl::unexpected(turn.error());
-    auto repo = git::open_repo(dir_);
-    if (!repo) return tl::unexpected(repo.error());
-    auto head = git::resolve_commit(repo->get(), *ref_name);
-    if (!head) return tl::unexpected(head.error());
+    auto w = begin_write(writer_turn(), dir_, *ref_name);
+    if (!w) return tl::unexpected(w.error());
+    auto* repo = &w->repo;
+    auto* head = &w->head;
     git_tree* rraw = nullptr;
     if (int rc = git_commit_tree(&rraw, head->get()); rc < 0) return git::fail_git("reading the branch's tree", rc);
     git::Tree root(rraw);
@@ -401,12 +417,10 @@ Result<TreeCommit> KernelRepo::commit_tree(const std::string& branch, const std:
   if (!ref_name) return tl::unexpected(ref_name.error());
   auto text = commit_text(message, author, options_.committer);
   if (!text) return tl::unexpected(text.error());
-  auto turn = writer_turn();
-  if (!turn) return tl::unexpected(turn.error());
-  auto repo = git::open_repo(dir_);
-  if (!repo) return tl::unexpected(repo.error());
-  auto head = git::resolve_commit(repo->get(), *ref_name);
-  if (!head) return tl::unexpected(head.error());
+  auto w = begin_write(writer_turn(), dir_, *ref_name);
+  if (!w) return tl::unexpected(w.error());
+  auto* repo = &w->repo;
+  auto* head = &w->head;
   const std::string at = git::oid_hex(*git_commit_id(head->get()));
   if (at != expected_head) return TreeCommit{"", at, true};
   auto source = git::resolve_commit(repo->get(), tree_of);
