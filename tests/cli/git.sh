@@ -44,14 +44,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 2' INT TERM
 G() { git --git-dir "$D/kernel_data.git" "$@"; }
-# No user or system git configuration, no prompts: only what each command says.
-export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 HOME="$T"
-export GIT_AUTHOR_NAME=someone GIT_AUTHOR_EMAIL=someone@example.org GIT_COMMITTER_NAME=someone GIT_COMMITTER_EMAIL=someone@example.org
-
-PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-export KZOO_SERVER=http://127.0.0.1:$PORT
-URL=$KZOO_SERVER/git/kernel_data
-unset KZOO_DATA KZOO_CONFIG KZOO_LISTEN KZOO_CATALOG KZOO_DEVICE_CLASS KZOO_TOKEN
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/git_client.sh"
 
 # One kernel whose source on main is made unmistakably slow (the same softmax
 # six times over), so that the catalog's fused one wins the A/B on a loaded
@@ -72,22 +65,11 @@ OLGA_TOKEN=$("$KZOO" token new olga --data "$D" 2>/dev/null)
 "$KZOO" serve --data "$D" --listen "127.0.0.1:$PORT" >"$T/serve.log" 2>&1 & SERVE_PID=$!
 for _ in $(seq 100); do curl -fsS "$KZOO_SERVER/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
 
-# $AS TOKEN ARGS...: git with a credential helper that answers the token as the
-# password (any user name), as a contributor's helper would. A script, not a
-# function, so that run_to (timeout) can run it.
-AS=$T/git-as
-cat >"$AS" <<'EOF'
-#!/usr/bin/env bash
-tok=$1; shift
-exec git -c credential.helper= -c "credential.helper=!f() { test \"\$1\" = get && echo username=x && echo password=$tok; }; f" "$@"
-EOF
-chmod +x "$AS"
 # edit DIR FILE-IN-SOFT CONTENT-FILE MESSAGE: a commit on a fresh branch off origin/main.
 edit() {
   (cd "$1" && git fetch -q origin && git checkout -q -B work origin/main && mkdir -p "$(dirname "$SOFT/$2")" &&
    cp "$3" "$SOFT/$2" && git add -A && git commit -q -m "$4")
 }
-remote_ref() { git ls-remote "$URL" "$1" 2>/dev/null | cut -f1; }
 
 # ---------------------------------------------------------------- 1. clone
 run_to "an anonymous clone works (reads are public)" 0 git clone -q "$URL" "$T/anon"

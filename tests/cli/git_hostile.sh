@@ -92,9 +92,11 @@ timeout 120 git push origin HEAD:routes/hostile >"$T/out" 2>"$T/err"; rc=$?
 check "a push over the HTTP cap is cut off before git-receive-pack sees it: git reports HTTP 413" \
   "$([ $rc != 0 ] && grep -q "413" "$T/err"; echo $?)"
 hostile "a change to the harness" 1 "echo '# mine' >>$SOFT/.kernel_package/benchmark.py" \
-  "$SOFT/.kernel_package/benchmark.py: git.outside-src: " "trusted"
+  "$SOFT/.kernel_package/benchmark.py: git.outside-src: " "trusted" "only a maintainer's own token changes, by a push to main"
 hostile "a change outside every package" 1 "echo '# mine' >>AGENTS.md" \
-  "AGENTS.md: git.outside-package: " "take it out of this push"
+  "AGENTS.md: git.outside-package: " "take it out of this push" "only a maintainer's own token changes, by a push to main"
+hostile "the board's rules" 1 "sed -i 's/00:10:00/00:20:00/' scienceslack.json" \
+  "scienceslack.json: git.outside-package: " "only a maintainer's own token changes, by a push to main"
 hostile "several at once: each one listed" 1 "ln -s x $S/a.py && echo '* filter=x' >$S/.gitattributes" \
   "2 rules broken" "$S/a.py: git.symlink" "$S/.gitattributes: git.attributes"
 git checkout -q -f -B work origin/main && echo '# ok' >>"$S/softmax.py" && git commit -qam fine

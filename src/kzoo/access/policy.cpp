@@ -26,6 +26,7 @@ std::string_view to_string(Action a) {
     case Action::merge_into_route: return "merge into a route";
     case Action::push_main: return "push to main";
     case Action::move_checks_tag: return "move the checks tag";
+    case Action::change_project_files: return "change the project's files (scienceslack.json, AGENTS.md, harnesses)";
     case Action::set_board_status: return "set a board's status";
     case Action::measure_baselines: return "queue the board's baseline measurements";
     case Action::release_job: return "release a held job";
@@ -89,12 +90,13 @@ Decision authorize(const std::optional<Principal>& who, Action action, const Con
                                 store::to_string(p.role),
                                 action == Action::push_main ? ": open a pull request to main instead" : ""));
     case Action::move_checks_tag:
+    case Action::change_project_files:
     case Action::set_board_status:
     case Action::release_job:
       if (maintainer && own_person) return allow();
       if (maintainer)
-        return forbid(fmt::format("only a maintainer's own token may {} (agents never approve rules or release "
-                                  "jobs); {} is an agent token",
+        return forbid(fmt::format("only a maintainer's own token may {} (agents never approve or change rules, nor "
+                                  "release jobs); {} is an agent token",
                                   to_string(action), describe(p)));
       return forbid(fmt::format("only maintainers {}; {} is a {}", to_string(action), p.user, store::to_string(p.role)));
     case Action::read:

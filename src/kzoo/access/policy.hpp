@@ -22,7 +22,11 @@
 //   - maintainers (with their agents) push and merge into main, read held jobs
 //     and the audit trail;
 //   - only a maintainer's own person token releases held jobs, moves the
-//     `checks` tag and sets a board's status: agents never approve rules.
+//     `checks` tag and sets a board's status: agents never approve rules;
+//   - only a maintainer's own person token changes the project's files
+//     (scienceslack.json, AGENTS.md, a package's harness: everything outside a
+//     kernel's src/) by a push to main: they are the maintainers' edits, and
+//     an agent's push never rewrites the rules its own work is judged by.
 #pragma once
 
 #include <optional>
@@ -53,6 +57,7 @@ enum class Action {
   merge_into_route,   // merge a pull request into a route
   push_main,          // push or merge into main
   move_checks_tag,    // approve the rules (scienceslack.json and what its checks read)
+  change_project_files,  // push files outside kernels' src/ to main (scienceslack.json, AGENTS.md, harnesses)
   set_board_status,
   measure_baselines,  // queue measurements of the board kernels' eager baselines (the speed-ups' denominators)
   release_job,

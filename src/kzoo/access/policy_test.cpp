@@ -50,6 +50,7 @@ TEST(Policy, EveryActionForEveryPrincipal) {
       {Action::read_held, "1AA3333"},
       {Action::read_audit, "1AA3333"},
       {Action::move_checks_tag, "1A33333"},
+      {Action::change_project_files, "1A33333"},  // by a push to main: a maintainer's own token only
       {Action::set_board_status, "1A33333"},
       {Action::release_job, "1A33333"},
       {Action::runner_work, "133333A"},

@@ -71,6 +71,24 @@ TEST(Rules, EachBrokenRuleIsNamedWithTheFix) {
   EXPECT_FALSE(parse_rules("{\"schema_version\": \"1\"", "x.json"));  // not JSON
 }
 
+// Rules the schema accepts but a check could not run under are refused where
+// they are read (a push to main, an approval), not when a job starts.
+TEST(Rules, APartitionTheChecksCannotRunOnIsRefusedWithTheGivenFix) {
+  json over = demo_rules(kKernels, "cpu");
+  over["benchmark"]["partitions"][0]["default_time"] = "02:00:00";  // over the 01:00:00 limit
+  auto r = parse_rules(over.dump(), "scienceslack.json", "push again");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("board.partition"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("over time_limit"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(r.error().message.ends_with("push again")) << r.error().message;
+  json nowhere = demo_rules(kKernels, "cpu");
+  nowhere["benchmark"]["checks"][0]["partition"] = "gpu-big";
+  auto n = parse_rules(nowhere.dump(), "scienceslack.json");
+  ASSERT_FALSE(n);
+  EXPECT_NE(n.error().message.find("\"gpu-big\""), std::string::npos) << n.error().message;
+  EXPECT_NE(n.error().message.find("move the `checks` tag"), std::string::npos) << n.error().message;
+}
+
 TEST(Score, CaseSpeedUpsFollowTheMetricsDirection) {
   json base = {{"cases", {{{"id", "c0"}, {"metric", "GB/s"}, {"direction", "higher"}, {"value", 100.0}, {"time_us", 40.0}, {"roofline_us", 4.0}},
                           {{"id", "c1"}, {"metric", "us"}, {"direction", "lower"}, {"value", 50.0}, {"time_us", 50.0}, {"roofline_us", 5.0}}}}};

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "kzoo/board/partition.hpp"
 #include "kzoo/format/json_schema.hpp"
 #include "kzoo/format/json_text.hpp"
 
@@ -11,16 +12,18 @@ namespace kzoo::board {
 
 using nlohmann::json;
 
-Result<Rules> parse_rules(const std::string& text, const std::string& where) {
+Result<Rules> parse_rules(const std::string& text, const std::string& where, std::string_view fix) {
   auto doc = format::parse_json(text, where);
-  if (!doc) return fail(to_string(doc.error()));
+  if (!doc) return fail(fmt::format("{}\n{}", to_string(doc.error()), fix));
   Violations vs = format::SchemaSet::bundled().validate(*doc, "scienceslack", where);
   if (!vs.empty()) {
     std::string m = fmt::format("{} breaks {} rule(s) of schemas/scienceslack.schema.json:", where, vs.size());
     for (const auto& v : vs) m += "\n  " + to_string(v);
-    return fail(m + "\nfix the file on main and move the `checks` tag to the fixed commit");
+    return fail(fmt::format("{}\n{}", m, fix));
   }
   const json& b = (*doc)["benchmark"];
+  if (auto p = checks_partition(b); !p)
+    return fail(fmt::format("{} breaks rule board.partition: {}\n{}", where, p.error().message, fix));
   Rules r;
   r.doc = *doc;
   r.version = b["version"].get<int>();

@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,8 +44,15 @@ struct Rules {
   std::string metrics_file = "metrics.json";  // the first check's `metrics`
 };
 
-// Parses and validates the text of a rules file; `where` names it in errors.
-Result<Rules> parse_rules(const std::string& text, const std::string& where);
+// What an error in the rules in force tells the reader to do.
+inline constexpr std::string_view kFixRulesOnMain = "fix the file on main and move the `checks` tag to the fixed commit";
+
+// Parses and validates the text of a rules file: the schema, then the compute
+// partition its checks run on (board.partition: declared, durations H:MM:SS,
+// default_time within time_limit), so that rules a check could not run under
+// are refused when they are read, pushed or approved, not when a job starts.
+// `where` names the file in errors, `fix` ends them (a push says "push again").
+Result<Rules> parse_rules(const std::string& text, const std::string& where, std::string_view fix = kFixRulesOnMain);
 
 // The rules in force: scienceslack.json at the commit `checks` points at.
 // nullopt when there is no `checks` tag (the project declares no checks yet).

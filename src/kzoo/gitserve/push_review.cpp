@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "kzoo/board/rules.hpp"
+#include "kzoo/package/inspect.hpp"
 #include "kzoo/store/git_util.hpp"
 
 namespace kzoo::gitserve {
@@ -182,7 +184,8 @@ Result<sg::Tree> tree_of(git_repository* repo, const std::string& id, const char
 }  // namespace
 
 Result<PushReview> review_push(const std::string& repo_dir, const std::string& base, const std::string& pushed,
-                               const std::vector<std::string>& packages, const package::TreeLimits& limits) {
+                               const std::vector<std::string>& packages, const package::TreeLimits& limits,
+                               ProjectFiles project_files) {
   auto repo = sg::open_repo(repo_dir);
   if (!repo) return tl::unexpected(repo.error());
   auto before = tree_of(repo->get(), base, "base");
@@ -193,32 +196,105 @@ Result<PushReview> review_push(const std::string& repo_dir, const std::string& b
   w.tree("", now->get(), before->get(), 0);
 
   PushReview out;
-  std::set<std::string> kernels;
+  const bool listed = project_files == ProjectFiles::listed;
+  std::set<std::string> kernels, project;
   for (const auto& path : w.changed) {
     const std::string* owner = nullptr;
     for (const auto& k : packages)
       if (path.size() > k.size() && path.compare(0, k.size(), k) == 0 && path[k.size()] == '/') owner = &k;
     if (!owner) {
+      if (listed) {
+        project.insert(path);
+        continue;
+      }
       w.add(path, "git.outside-package",
             "the change is outside every kernel package: a push is judged kernel by kernel and only a package's src/ "
-            "lands (new kernels, scienceslack.json, AGENTS.md are a maintainer's edits to the repository); take it "
-            "out of this push (git checkout origin/main -- " + path + ", or git rm it)");
+            "lands (new kernels, scienceslack.json, AGENTS.md are the project's files, which only a maintainer's own "
+            "token changes, by a push to main); take it out of this push (git checkout origin/main -- " + path +
+                ", or git rm it)");
       continue;
     }
     const std::string rel = path.substr(owner->size() + 1);
+    if (rel == ".kernel_package/bench_result.yaml") {
+      // Accepts alone write it (store::KernelRepo::accept): not even a
+      // maintainer's push may forge a measurement.
+      w.add(path, "git.outside-src",
+            fmt::format("the change is in kernel {} but outside its src/: the server-owned bench_result.yaml is "
+                        "written only by the checks' accepts, never by a push, a maintainer's included; revert it "
+                        "(git checkout origin/main -- {})",
+                        *owner, path));
+      continue;
+    }
     if (rel.rfind("src/", 0) != 0) {
+      if (listed) {
+        project.insert(path);
+        continue;
+      }
       w.add(path, "git.outside-src",
             fmt::format("the change is in kernel {} but outside its src/: the package's .kernel_package/ (the trusted "
-                        "harness, the server-owned bench_result.yaml) and desc.yaml are the repository's, never a "
-                        "submission's; revert it (git checkout origin/main -- {})",
+                        "harness, the server-owned bench_result.yaml) and desc.yaml are the project's files, which "
+                        "only a maintainer's own token changes, by a push to main, never a submission; revert it "
+                        "(git checkout origin/main -- {})",
                         *owner, path));
       continue;
     }
     kernels.insert(*owner);
   }
   out.kernels.assign(kernels.begin(), kernels.end());
+  out.project_files.assign(project.begin(), project.end());
   out.violations = std::move(w.violations);
   return out;
+}
+
+Violations review_project_change(const store::KernelRepo& repo, const std::string& pushed, const PushReview& review) {
+  Violations vs;
+  if (review.project_files.empty()) return vs;
+  if (!review.kernels.empty()) {
+    vs.push_back({review.project_files.front(), "", "git.mixed-push",
+                  fmt::format("the push changes project files ({} of them, this one first) and the src/ of {} "
+                              "kernel(s) ({} first): project files land on main as pushed, kernels are judged by the "
+                              "checks, so one push is one or the other; push the project files first, then the "
+                              "kernels in a second commit and push",
+                              review.project_files.size(), review.kernels.size(), review.kernels.front())});
+    return vs;
+  }
+  const std::string rules = board::kRulesFile;
+  if (std::find(review.project_files.begin(), review.project_files.end(), rules) != review.project_files.end()) {
+    auto text = repo.read_file(rules, pushed);
+    if (!text) {
+      vs.push_back({rules, "", "board.rules",
+                    "the push removes scienceslack.json, the board's rules: the board reads them at the `checks` tag, "
+                    "and a main without them could never be approved; restore it (git checkout origin/main -- "
+                    "scienceslack.json) and change what it says instead"});
+    } else if (auto r = board::parse_rules(*text, rules + " as pushed",
+                                           "fix it and push again (kzoo validate scienceslack.json checks a draft); "
+                                           "the rules in force stay those at the `checks` tag");
+               !r) {
+      vs.push_back({rules, "", "board.rules", r.error().message});
+    }
+  }
+  // Every package the push adds or changes outside its src/, as it is at the
+  // pushed commit: a harness or desc.yaml edit leaves a valid package or is
+  // refused, as an upload of that package would be.
+  auto packages = repo.list_packages(pushed);
+  if (!packages) {
+    vs.push_back({"", "", "git.corrupt", "the pushed commit's packages cannot be listed: " + packages.error().message});
+    return vs;
+  }
+  for (const auto& k : *packages) {
+    const bool touched = std::any_of(review.project_files.begin(), review.project_files.end(), [&](const std::string& p) {
+      return p.size() > k.size() && p.compare(0, k.size(), k) == 0 && p[k.size()] == '/';
+    });
+    if (!touched) continue;
+    auto tree = repo.read_package(k, pushed);
+    if (!tree) {
+      vs.push_back({k, "", "git.corrupt", tree.error().message});
+      continue;
+    }
+    auto insp = package::inspect_tree(*tree, k, k);
+    for (auto& v : insp.violations) vs.push_back(std::move(v));
+  }
+  return vs;
 }
 
 Result<std::optional<std::string>> merge_base(const std::string& repo_dir, const std::string& a, const std::string& b) {

@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "kzoo/board/rules.hpp"
 #include "kzoo/gitserve/proc_receive.hpp"
 #include "kzoo/util/temp_dir.hpp"
 
@@ -143,6 +145,154 @@ TEST_F(PushReviewTest, MergeBaseFindsTheCommonAncestor) {
   EXPECT_EQ(**mb, base_);
   EXPECT_TRUE(is_commit(root() + "/.git", pushed));
   EXPECT_FALSE(is_commit(root() + "/.git", std::string(40, '0')));
+}
+
+// ------------------------------------------------------- project files
+// A maintainer's push to main of files outside every kernel's src/: listed
+// instead of refused, then held to the rules the board applies when it reads
+// them (review_project_change). On a repository holding a real catalog
+// package, the demo rules and an AGENTS.md.
+
+constexpr const char* kSoft = "h200/norm/softmax/bf16/softmax_eager";
+
+class ProjectReviewTest : public PushReviewTest {
+ protected:
+  void SetUp() override {
+    PushReviewTest::SetUp();
+    std::filesystem::create_directories(root() + "/h200/norm/softmax/bf16");
+    std::filesystem::copy(KZOO_SOURCE_DIR "/catalog/kernel_data/" + std::string(kSoft), root() + "/" + kSoft,
+                          std::filesystem::copy_options::recursive);
+    rules_ = board::demo_rules({kSoft}, "cpu");
+    write_rules(rules_);
+    write("AGENTS.md", "# Rules\n");
+    base_ = commit("catalog");
+    auto r = store::KernelRepo::open(root() + "/.git");
+    ASSERT_TRUE(r) << r.error().message;
+    repo_.emplace(std::move(*r));
+  }
+  void write_rules(const nlohmann::json& doc) { write("scienceslack.json", doc.dump(2) + "\n"); }
+  PushReview listed(const std::string& pushed) {
+    auto r = review_push(root() + "/.git", base_, pushed, {"k", kSoft}, {}, ProjectFiles::listed);
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? *r : PushReview{};
+  }
+  Violations change(const std::string& pushed) {
+    PushReview r = listed(pushed);
+    EXPECT_TRUE(r.violations.empty()) << rules(r);
+    return review_project_change(*repo_, pushed, r);
+  }
+  static std::string text(const Violations& vs) {
+    std::string s;
+    for (const auto& v : vs) s += to_string(v) + "\n";
+    return s;
+  }
+  nlohmann::json rules_;
+  std::optional<store::KernelRepo> repo_;
+};
+
+TEST_F(ProjectReviewTest, AMaintainersRulesAndAgentsChangeIsListedAndPasses) {
+  rules_["benchmark"]["partitions"][0]["default_time"] = "00:20:00";
+  write_rules(rules_);
+  write("AGENTS.md", "# Rules\nBe kind.\n");
+  const std::string pushed = commit("rules");
+  PushReview r = listed(pushed);
+  EXPECT_EQ(r.project_files, (std::vector<std::string>{"AGENTS.md", "scienceslack.json"}));
+  EXPECT_TRUE(r.kernels.empty());
+  EXPECT_TRUE(r.violations.empty()) << rules(r);
+  EXPECT_TRUE(review_project_change(*repo_, pushed, r).empty());
+}
+
+TEST_F(ProjectReviewTest, TheSameChangeByAnyoneElseIsRefusedNamingWhoMay) {
+  rules_["benchmark"]["partitions"][0]["default_time"] = "00:20:00";
+  write_rules(rules_);
+  write(std::string(kSoft) + "/.kernel_package/benchmark.py", "# mine\n");
+  auto r = review_push(root() + "/.git", base_, commit("rules"), {"k", kSoft});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(rules(*r), std::string(kSoft) + "/.kernel_package/benchmark.py git.outside-src\nscienceslack.json "
+                                            "git.outside-package\n");
+  for (const auto& v : r->violations)
+    EXPECT_NE(v.detail.find("only a maintainer's own token changes, by a push to main"), std::string::npos) << v.detail;
+  EXPECT_TRUE(r->project_files.empty());
+}
+
+TEST_F(ProjectReviewTest, RulesThatAreNotJsonAreRefusedNamingTheFileAndTheFix) {
+  write("scienceslack.json", "{\"schema_version\": \"1\",\n");
+  auto vs = change(commit("broken"));
+  ASSERT_EQ(vs.size(), 1u) << text(vs);
+  EXPECT_EQ(vs[0].path, "scienceslack.json");
+  EXPECT_EQ(vs[0].rule, "board.rules");
+  EXPECT_NE(vs[0].detail.find("scienceslack.json as pushed"), std::string::npos) << vs[0].detail;
+  EXPECT_NE(vs[0].detail.find("push again"), std::string::npos) << vs[0].detail;
+}
+
+TEST_F(ProjectReviewTest, RulesBreakingTheSchemaOrThePartitionAreRefusedWithTheRuleAndTheFix) {
+  nlohmann::json bad = rules_;
+  bad["benchmark"]["version"] = 0;
+  write_rules(bad);
+  auto vs = change(commit("schema"));
+  ASSERT_EQ(vs.size(), 1u) << text(vs);
+  EXPECT_EQ(vs[0].rule, "board.rules");
+  EXPECT_NE(vs[0].detail.find("minimum"), std::string::npos) << vs[0].detail;
+  EXPECT_NE(vs[0].detail.find("push again"), std::string::npos) << vs[0].detail;
+  EXPECT_NE(vs[0].detail.find("`checks` tag"), std::string::npos) << vs[0].detail;
+
+  bad = rules_;
+  bad["benchmark"]["partitions"][0]["default_time"] = "03:00:00";  // over the 01:00:00 limit
+  write_rules(bad);
+  vs = change(commit("partition"));
+  ASSERT_EQ(vs.size(), 1u) << text(vs);
+  EXPECT_NE(vs[0].detail.find("board.partition"), std::string::npos) << vs[0].detail;
+  EXPECT_NE(vs[0].detail.find("over time_limit"), std::string::npos) << vs[0].detail;
+
+  git("rm -q scienceslack.json");
+  vs = change(commit("gone"));
+  ASSERT_EQ(vs.size(), 1u) << text(vs);
+  EXPECT_EQ(vs[0].rule, "board.rules");
+  EXPECT_NE(vs[0].detail.find("restore it"), std::string::npos) << vs[0].detail;
+}
+
+TEST_F(ProjectReviewTest, AMixedPushIsRefusedSayingToPushTheTwoApart) {
+  write("AGENTS.md", "# Rules\nmore\n");
+  write(std::string(kSoft) + "/src/softmax.py", "# faster\n");
+  const std::string pushed = commit("mixed");
+  PushReview r = listed(pushed);
+  EXPECT_EQ(r.kernels, std::vector<std::string>{kSoft});
+  auto vs = review_project_change(*repo_, pushed, r);
+  ASSERT_EQ(vs.size(), 1u) << text(vs);
+  EXPECT_EQ(vs[0].rule, "git.mixed-push");
+  EXPECT_EQ(vs[0].path, "AGENTS.md");
+  EXPECT_NE(vs[0].detail.find("push the project files first"), std::string::npos) << vs[0].detail;
+}
+
+TEST_F(ProjectReviewTest, TheTreeRulesStillHoldForProjectFiles) {
+  ASSERT_EQ(symlink("/etc/passwd", (root() + "/docs.md").c_str()), 0);
+  write(".gitattributes", "* filter=evil\n");
+  write("notes/A.md", "a\n");
+  write("notes/a.md", "a\n");
+  PushReview r = listed(commit("hostile"));
+  EXPECT_TRUE(has_rule(r.violations, "git.symlink")) << rules(r);
+  EXPECT_TRUE(has_rule(r.violations, "git.attributes")) << rules(r);
+  EXPECT_TRUE(has_rule(r.violations, "git.case-collision")) << rules(r);
+}
+
+TEST_F(ProjectReviewTest, APackagesBenchResultStaysTheServersEvenOnMain) {
+  write(std::string(kSoft) + "/.kernel_package/bench_result.yaml", "cases: []\n");
+  PushReview r = listed(commit("forged"));
+  ASSERT_EQ(r.violations.size(), 1u) << rules(r);
+  EXPECT_EQ(r.violations[0].rule, "git.outside-src");
+  EXPECT_NE(r.violations[0].detail.find("a maintainer's included"), std::string::npos) << r.violations[0].detail;
+}
+
+TEST_F(ProjectReviewTest, AHarnessEditMustLeaveAValidPackage) {
+  const std::string harness = std::string(kSoft) + "/.kernel_package/benchmark.py";
+  std::ifstream in(root() + "/" + harness);
+  const std::string was((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  write(harness, was + "# reviewed by the maintainers\n");
+  EXPECT_TRUE(change(commit("harness")).empty());
+  write(std::string(kSoft) + "/.kernel_package/weights.pt", std::string("PK\x03\x04", 4) + std::string(64, 'x'));
+  auto vs = change(commit("tensor"));
+  EXPECT_FALSE(vs.empty()) << "a tensor in a package is refused on main too";
+  for (const auto& v : vs) EXPECT_EQ(v.path.rfind(kSoft, 0), 0u) << to_string(v);
 }
 
 // ------------------------------------------------------------------ the hook

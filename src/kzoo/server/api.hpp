@@ -179,6 +179,12 @@ struct Api {
   gitserve::PushAnswer judge_push(const Caller& caller, const std::vector<gitserve::PushCommand>& cmds);
   gitserve::RefResult judge_ref(const Caller& caller, store::StateDb& db, const gitserve::PushCommand& c,
                                 std::vector<std::string>& messages);
+  // A maintainer's push of project files to main that passed every rule:
+  // main moves to one commit holding the pushed tree, audited; the rules in
+  // it take effect only when the `checks` tag is moved (docs/GIT.md).
+  gitserve::RefResult land_project_files(const Caller& caller, store::StateDb& db, const gitserve::PushCommand& c,
+                                         const std::string& main_head, const std::vector<std::string>& files,
+                                         std::vector<std::string>& messages);
   // What `kernel_id`'s jobs need of a GPU runner, in tenths of a compute
   // capability (submissions.cpp): desc.yaml on main and the catalog's task.
   int required_capability_of(const std::string& kernel_id);

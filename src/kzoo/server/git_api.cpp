@@ -13,11 +13,17 @@
 // answers it with the same policy function (access::authorize) and the same
 // validation (package::inspect_tree) as an upload, and turns each changed
 // kernel into a submission and job exactly as POST /api/submissions does.
+// The one exception is a maintainer's own push of project files to main
+// (scienceslack.json, AGENTS.md, a harness: land_project_files): they are
+// the maintainers' to change and no check judges them, so once they pass the
+// rules the board applies when it reads them, main moves to one commit with
+// the pushed tree. The rules still take effect only at the `checks` tag.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -26,6 +32,7 @@
 #include <fmt/format.h>
 
 #include "kzoo/board/board.hpp"
+#include "kzoo/board/rules.hpp"
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/format/utf8.hpp"
 #include "kzoo/gitserve/backend.hpp"
@@ -53,6 +60,18 @@ std::string utf8_prefix(const std::string& s, std::size_t max) {
   std::size_t n = max;
   while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
   return s.substr(0, n);
+}
+
+// The pushed commit's message, trailing blank space dropped, at most 4000
+// bytes; refused when it is not UTF-8, since it becomes `what`.
+Result<std::string> pushed_message(const std::string& repo_dir, const std::string& id, std::string_view what) {
+  auto msg = gitserve::commit_message(repo_dir, id);
+  if (!msg) return msg;
+  if (format::find_invalid_utf8(*msg))
+    return fail(fmt::format("the commit message is not UTF-8: it becomes {}; reword it (git commit --amend)", what));
+  std::string text = std::move(*msg);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return utf8_prefix(text, 4000);
 }
 
 }  // namespace
@@ -245,11 +264,16 @@ gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, co
   std::string route;          // "" = main
   bool pull_request = false;
   bool held = access::authorize(caller.who, access::Action::submit).held;
+  // Project files (outside every kernel's src/) are changed only on main, by
+  // a maintainer's own token: everywhere else they stay refused, naming who may.
+  auto project_files = gitserve::ProjectFiles::refused;
   if (ref == "refs/heads/main") {
     auto d = access::authorize(caller.who, access::Action::push_main);
     if (!d.allowed())
       return refuse(d.reason + "; open a pull request instead: git push origin HEAD:refs/pulls/main/<topic> (or kzoo "
                                "submit --pull-request)");
+    if (access::authorize(caller.who, access::Action::change_project_files).allowed())
+      project_files = gitserve::ProjectFiles::listed;
   } else if (ref.rfind("refs/heads/routes/", 0) == 0) {
     route = ref.substr(18);
     if (!board::valid_route_name(route))
@@ -319,9 +343,22 @@ gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, co
   package::TreeLimits limits;
   limits.max_depth = 32;
   limits.max_path_bytes = 320;
-  auto review = gitserve::review_push(repo.dir(), **base, c.new_id, *packages, limits);
+  auto review = gitserve::review_push(repo.dir(), **base, c.new_id, *packages, limits, project_files);
   if (!review) return refuse(review.error().message);
   Violations vs = review->violations;
+  if (vs.empty() && !review->project_files.empty()) {
+    vs = gitserve::review_project_change(repo, c.new_id, *review);
+    if (vs.empty()) {
+      // The pushed tree lands whole, so it must be built on main's head: taken
+      // over anything that landed since, it would undo it.
+      if (**base != *tip)
+        return refuse(fmt::format("main has moved since the commit you built on ({} is main's head now, {} yours): "
+                                  "project files land as pushed, so build on main's head: git pull --rebase origin "
+                                  "main, then push again",
+                                  tip->substr(0, 12), (**base).substr(0, 12)));
+      return land_project_files(caller, dbx, c, *tip, review->project_files, messages);
+    }
+  }
   std::vector<std::pair<std::string, package::PackageTree>> trees;
   if (vs.empty()) {
     if (review->kernels.empty())
@@ -340,13 +377,9 @@ gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, co
     return refuse(fmt::format("{} rule{} broken (every one is listed above); first: {}: {}", vs.size(),
                               vs.size() == 1 ? "" : "s", vs.front().path, vs.front().rule));
   }
-  auto msg = gitserve::commit_message(repo.dir(), c.new_id);
+  auto msg = pushed_message(repo.dir(), c.new_id, "the submission's summary");
   if (!msg) return refuse(msg.error().message);
-  if (format::find_invalid_utf8(*msg))
-    return refuse("the commit message is not UTF-8: it becomes the submission's summary; reword it (git commit --amend)");
   std::string summary = *msg;
-  while (!summary.empty() && (summary.back() == '\n' || summary.back() == ' ')) summary.pop_back();
-  summary = utf8_prefix(summary, 4000);
   if (summary.empty()) summary = fmt::format("git push of {} to {}", c.new_id.substr(0, 12), target);
 
   // Each changed kernel becomes a submission and job, as an upload does.
@@ -407,6 +440,55 @@ gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, co
   messages.push_back(fmt::format("kzoo: {} does not move now: it moves when the checks accept (git fetch origin then)",
                                  target));
   return {ref, true, ""};
+}
+
+gitserve::RefResult Api::land_project_files(const Caller& caller, store::StateDb& dbx, const gitserve::PushCommand& c,
+                                            const std::string& main_head, const std::vector<std::string>& files,
+                                            std::vector<std::string>& messages) {
+  auto refuse = [&](std::string reason) {
+    messages.push_back(fmt::format("kzoo: {}: refused: {}", c.ref, reason));
+    return gitserve::RefResult{c.ref, false, reason};
+  };
+  auto msg = pushed_message(repo.dir(), c.new_id, "main's commit message");
+  if (!msg) return refuse(msg.error().message);
+  std::string text = msg->empty() ? std::string("project files") : *msg;
+  // The trailers say whose push it was and which commit carried it: the
+  // author is the authenticated maintainer, never the name a client wrote.
+  const access::Principal& who = *caller.who;
+  text += fmt::format("\n\nKzoo-Pushed-Commit: {}\nKzoo-Pushed-By: {}\n", c.new_id, who.user);
+  auto landed = repo.commit_tree("main", main_head, c.new_id, text, store::Person{who.user, ""});
+  if (!landed) return refuse("the repository could not be written: " + landed.error().message);
+  if (landed->moved)
+    return refuse(fmt::format("main moved while the push was judged (it is at {} now): git pull --rebase origin main, "
+                              "then push again",
+                              landed->parent.substr(0, 12)));
+  nlohmann::json shown = nlohmann::json::array();
+  for (std::size_t i = 0; i < files.size() && i < 100; ++i) shown.push_back(files[i]);
+  auto audited = dbx.append_audit("git.project-files", "refs/heads/main",
+                                  {{"from", main_head}, {"to", landed->commit}, {"pushed", c.new_id}, {"files", shown},
+                                   {"file_count", files.size()}});
+  if (!audited) {
+    // No change stands unrecorded: main goes back, unless something landed on top meanwhile.
+    auto back = repo.move_branch("main", landed->commit, main_head);
+    const std::string undo = back && *back ? "main is back at " + main_head.substr(0, 12)
+                                           : "main could not be put back (" + landed->commit.substr(0, 12) +
+                                                 " stays on it): a maintainer should check the audit trail";
+    return refuse(fmt::format("the change could not be written to the audit trail ({}); {}. Push again.",
+                              audited.error().message, undo));
+  }
+  const bool rules = std::find(files.begin(), files.end(), board::kRulesFile) != files.end();
+  messages.push_back(fmt::format("kzoo: main moved to {} (your tree, committed by kzoo on {}): {} project file{} "
+                                 "changed; git fetch origin, then git reset --keep origin/main (it holds exactly your tree)",
+                                 landed->commit.substr(0, 12), main_head.substr(0, 12), files.size(),
+                                 files.size() == 1 ? "" : "s"));
+  if (rules)
+    messages.push_back(fmt::format("kzoo: scienceslack.json changed on main, but the rules in force are still those at "
+                                   "the `checks` tag: they take effect when a maintainer moves it (kzoo approve {})",
+                                   landed->commit));
+  // One line an agent can parse without the prose.
+  messages.push_back(fmt::format("kzoo-project: commit={} from={} pushed={} files={} rules_changed={}", landed->commit,
+                                 main_head, c.new_id, files.size(), rules ? "true" : "false"));
+  return {c.ref, true, ""};
 }
 
 }  // namespace kzoo::server

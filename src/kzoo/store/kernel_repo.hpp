@@ -56,6 +56,14 @@ struct AcceptResult {
   bool incumbent_moved = false;
 };
 
+// What commit_tree did: a new commit on the branch, or nothing because the
+// branch was no longer where the caller saw it.
+struct TreeCommit {
+  std::string commit;  // the new commit; empty when `moved`
+  std::string parent;  // the head it was built on (or found moved to)
+  bool moved = false;
+};
+
 // Computes the new bench_result.yaml from the one at the HEAD being built on
 // (the empty string when the package has none). Called once per attempt: when
 // another accept lands first, it is called again with that accept's file, so
@@ -155,6 +163,21 @@ class KernelRepo {
   // files such as the board's rules (kzoo init). Returns the commit id.
   Result<std::string> commit_files(const std::string& branch, const std::map<std::string, std::string>& files,
                                    const std::string& message, const Person& author) const;
+
+  // One commit on `branch` whose tree is exactly the tree of commit `tree_of`
+  // (a maintainer's push of project files, docs/GIT.md), parented on the
+  // branch's head, which must still be `expected_head`: a tree taken whole
+  // would undo whatever landed since, so when the branch has moved nothing is
+  // written and the result says `moved` (the pusher rebases and pushes
+  // again). No retry, unlike accept(): a rebuilt tree would not be the one
+  // pushed. `author` is the pusher; the committer is options.committer.
+  Result<TreeCommit> commit_tree(const std::string& branch, const std::string& expected_head, const std::string& tree_of,
+                                 const std::string& message, const Person& author) const;
+
+  // Moves `branch` from `from` to `to` only while it is still at `from` (a
+  // compare-and-swap under the writer's turn); false when it had moved. For
+  // taking back a commit_tree whose audit record could not be written.
+  Result<bool> move_branch(const std::string& branch, const std::string& from, const std::string& to) const;
 
   // Points `ref` (a full name: refs/tags/checks, refs/boards/v1) at `commit`,
   // creating or moving it (a lightweight ref; a maintainer may replace it with

@@ -194,6 +194,42 @@ TEST_F(KernelRepoTest, AcceptReplacesSrcInFullAndKeepsTheServersHarnessAndBenchR
   EXPECT_EQ(fsck.rc, 0) << fsck.out;
 }
 
+// A maintainer's pushed project files (docs/GIT.md): the pushed tree lands
+// whole, as one commit on the head the pusher built on, and never over a
+// commit they did not see.
+TEST_F(KernelRepoTest, CommitTreeLandsThePushedTreeOnlyOnTheHeadItWasBuiltOn) {
+  const std::string head = *repo->head();
+  ASSERT_TRUE(repo->set_ref("refs/heads/pushed", head));
+  auto pushed = repo->commit_files("pushed", {{"scienceslack.json", "{}\n"}, {"AGENTS.md", "# rules\n"}}, "rules", alice);
+  ASSERT_TRUE(pushed) << pushed.error().message;
+  auto c = repo->commit_tree("main", head, *pushed, "rules: a longer default time\n\nKzoo-Pushed: x", alice);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_FALSE(c->moved);
+  EXPECT_EQ(c->parent, head);
+  EXPECT_EQ(git(tmp / "repo", "rev-parse main").out, c->commit + "\n");
+  EXPECT_EQ(git(tmp / "repo", "rev-parse main^{tree}").out, git(tmp / "repo", "rev-parse pushed^{tree}").out);
+  EXPECT_EQ(git(tmp / "repo", "rev-parse main^").out, head + "\n") << "one commit on main's head, not the pushed history";
+  EXPECT_EQ(git(tmp / "repo", "log -1 --format=%an%n%cn%n%s main").out, "alice\nkzoo\nrules: a longer default time\n");
+
+  // Built on a head that is no longer main's: nothing is written.
+  auto stale = repo->commit_tree("main", head, *pushed, "again", alice);
+  ASSERT_TRUE(stale) << stale.error().message;
+  EXPECT_TRUE(stale->moved);
+  EXPECT_TRUE(stale->commit.empty());
+  EXPECT_EQ(stale->parent, c->commit);
+  EXPECT_EQ(git(tmp / "repo", "rev-parse main").out, c->commit + "\n");
+
+  // Taken back by compare-and-swap, once.
+  auto back = repo->move_branch("main", c->commit, head);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_TRUE(*back);
+  auto again = repo->move_branch("main", c->commit, head);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_FALSE(*again) << "main was no longer at the commit to take back";
+  EXPECT_EQ(git(tmp / "repo", "rev-parse main").out, head + "\n");
+  EXPECT_EQ(git(tmp / "repo", "fsck --strict").rc, 0);
+}
+
 TEST_F(KernelRepoTest, AcceptHandsTheCurrentBenchResultToTheUpdate) {
   std::string seen;
   auto r = repo->accept(

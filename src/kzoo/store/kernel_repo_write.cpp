@@ -78,6 +78,44 @@ Result<CommitText> commit_text(const std::string& message, const Person& author,
   return CommitText{std::move(*msg), std::move(*author_sig), std::move(*committer_sig)};
 }
 
+// What a write to one branch works on: the writer's turn (held while this
+// lives), a fresh handle (nothing cached from an earlier, stale read) and
+// the branch's head as read under the turn.
+struct BranchWrite {
+  std::shared_ptr<void> turn;
+  git::Repo repo;
+  git::Commit head;
+};
+
+Result<BranchWrite> begin_write(Result<std::shared_ptr<void>> turn, const std::string& dir, const std::string& ref_name) {
+  if (!turn) return tl::unexpected(turn.error());
+  auto repo = git::open_repo(dir);
+  if (!repo) return tl::unexpected(repo.error());
+  auto head = git::resolve_commit(repo->get(), ref_name);
+  if (!head) return tl::unexpected(head.error());
+  return BranchWrite{std::move(*turn), std::move(*repo), std::move(*head)};
+}
+
+// One commit of `tree` on `parent`, and `ref_name` moved to it only while it
+// is still at `parent` (compare-and-swap). nullopt: another writer moved it
+// first, and nothing points at the new commit.
+Result<std::optional<std::string>> commit_and_move(git_repository* repo, const std::string& ref_name,
+                                                   const git_commit* parent, const git_tree* tree,
+                                                   const CommitText& text, const char* log) {
+  const git_commit* parents[] = {parent};
+  git_oid commit;
+  if (int rc = git_commit_create(&commit, repo, nullptr, text.author.get(), text.committer.get(), nullptr,
+                                 text.message.c_str(), tree, 1, parents);
+      rc < 0)
+    return git::fail_git("writing a commit", rc);
+  git_reference* ref = nullptr;
+  int rc = git_reference_create_matching(&ref, repo, ref_name.c_str(), &commit, 1, git_commit_id(parent), log);
+  git::Reference owned(ref);
+  if (rc == 0) return std::optional<std::string>(git::oid_hex(commit));
+  if (is_race(rc)) return std::optional<std::string>();
+  return git::fail_git("moving " + ref_name, rc);
+}
+
 // The ids of each tree from the root down to `path` (inclusive): trees[0] is
 // the root tree, trees[i] the directory named by the first i segments.
 Result<std::vector<git::Tree>> tree_chain(git_repository* repo, const git_tree* root,
@@ -333,12 +371,10 @@ Result<std::string> KernelRepo::commit_files(const std::string& branch, const st
   auto text = commit_text(message, author, options_.committer);
   if (!text) return tl::unexpected(text.error());
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
-    auto turn = writer_turn();
-    if (!turn) return tl::unexpected(turn.error());
-    auto repo = git::open_repo(dir_);
-    if (!repo) return tl::unexpected(repo.error());
-    auto head = git::resolve_commit(repo->get(), *ref_name);
-    if (!head) return tl::unexpected(head.error());
+    auto w = begin_write(writer_turn(), dir_, *ref_name);
+    if (!w) return tl::unexpected(w.error());
+    auto* repo = &w->repo;
+    auto* head = &w->head;
     git_tree* rraw = nullptr;
     if (int rc = git_commit_tree(&rraw, head->get()); rc < 0) return git::fail_git("reading the branch's tree", rc);
     git::Tree root(rraw);
@@ -366,21 +402,56 @@ Result<std::string> KernelRepo::commit_files(const std::string& branch, const st
     git_tree* traw = nullptr;
     if (int rc = git_tree_lookup(&traw, repo->get(), &tree_id); rc < 0) return git::fail_git("reading a tree", rc);
     git::Tree tree(traw);
-    const git_commit* parents[] = {head->get()};
-    git_oid commit;
-    if (int rc = git_commit_create(&commit, repo->get(), nullptr, text->author.get(), text->committer.get(), nullptr,
-                                   text->message.c_str(), tree.get(), 1, parents);
-        rc < 0)
-      return git::fail_git("writing a commit", rc);
-    git_reference* ref = nullptr;
-    int rc = git_reference_create_matching(&ref, repo->get(), ref_name->c_str(), &commit, 1,
-                                           git_commit_id(head->get()), "kzoo: commit files");
-    git::Reference owned(ref);
-    if (rc == 0) return git::oid_hex(commit);
-    if (!is_race(rc)) return git::fail_git("moving " + *ref_name, rc);
+    auto moved = commit_and_move(repo->get(), *ref_name, head->get(), tree.get(), *text, "kzoo: commit files");
+    if (!moved) return tl::unexpected(moved.error());
+    if (*moved) return **moved;
     backoff(attempt);
   }
   return fail(fmt::format("commit_files on {} gave up: the branch kept moving", branch));
+}
+
+Result<TreeCommit> KernelRepo::commit_tree(const std::string& branch, const std::string& expected_head,
+                                           const std::string& tree_of, const std::string& message,
+                                           const Person& author) const {
+  auto ref_name = branch_ref(branch);
+  if (!ref_name) return tl::unexpected(ref_name.error());
+  auto text = commit_text(message, author, options_.committer);
+  if (!text) return tl::unexpected(text.error());
+  auto w = begin_write(writer_turn(), dir_, *ref_name);
+  if (!w) return tl::unexpected(w.error());
+  auto* repo = &w->repo;
+  auto* head = &w->head;
+  const std::string at = git::oid_hex(*git_commit_id(head->get()));
+  if (at != expected_head) return TreeCommit{"", at, true};
+  auto source = git::resolve_commit(repo->get(), tree_of);
+  if (!source) return tl::unexpected(source.error());
+  git_tree* traw = nullptr;
+  if (int rc = git_commit_tree(&traw, source->get()); rc < 0) return git::fail_git("reading the pushed tree", rc);
+  git::Tree tree(traw);
+  auto moved = commit_and_move(repo->get(), *ref_name, head->get(), tree.get(), *text, "kzoo: pushed project files");
+  if (!moved) return tl::unexpected(moved.error());
+  // nullopt: a process without the writer's turn moved it (one host, no lock): the same answer.
+  return *moved ? TreeCommit{**moved, at, false} : TreeCommit{"", at, true};
+}
+
+Result<bool> KernelRepo::move_branch(const std::string& branch, const std::string& from, const std::string& to) const {
+  auto ref_name = branch_ref(branch);
+  if (!ref_name) return tl::unexpected(ref_name.error());
+  auto turn = writer_turn();
+  if (!turn) return tl::unexpected(turn.error());
+  auto repo = git::open_repo(dir_);
+  if (!repo) return tl::unexpected(repo.error());
+  auto a = git::resolve_commit(repo->get(), from);
+  if (!a) return tl::unexpected(a.error());
+  auto b = git::resolve_commit(repo->get(), to);
+  if (!b) return tl::unexpected(b.error());
+  git_reference* ref = nullptr;
+  int rc = git_reference_create_matching(&ref, repo->get(), ref_name->c_str(), git_commit_id(b->get()), 1,
+                                         git_commit_id(a->get()), "kzoo: move branch");
+  git::Reference owned(ref);
+  if (rc == 0) return true;
+  if (is_race(rc)) return false;
+  return git::fail_git("moving " + *ref_name, rc);
 }
 
 Result<std::shared_ptr<void>> KernelRepo::writer_turn() const {
