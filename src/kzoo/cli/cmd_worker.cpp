@@ -99,9 +99,11 @@ kzoo::Result<std::vector<int>> parse_gpus(const std::string& text) {
   return out;
 }
 
-// --gpus with several GPUs: one worker per GPU in this process, each with its
-// own transport (a connection is one thread's) and id (<id>/gpu<N>), each job's
-// sandbox binding only that GPU's device node. Runs until SIGINT/SIGTERM.
+// --gpus with several GPUs: one job slot per GPU in this process, each with its
+// own transport (a connection is one thread's) and id (<id>/gpu<N>). The GPUs
+// are the node's pool (jobs/gpu_pool.hpp): each job takes its task's
+// environment.gpus of them (one by default) and its sandbox binds only those
+// device nodes. Runs until SIGINT/SIGTERM.
 int run_per_gpu(const Args& a, const std::vector<int>& gpus) {
   std::string base = a.o.worker_id;
   if (base.empty()) {
@@ -111,9 +113,11 @@ int run_per_gpu(const Args& a, const std::vector<int>& gpus) {
   }
   std::mutex out_mu;  // one line at a time on stdout and stderr
   std::vector<std::unique_ptr<kzoo::worker::Worker>> workers;
+  auto pool = std::make_shared<kzoo::jobs::GpuPool>(gpus);
   for (int g : gpus) {
     kzoo::worker::WorkerOptions o = a.o;
-    o.gpus = {g};
+    o.gpus = {g};  // the slot's name and its device checks; the pool decides each job's GPUs
+    o.gpu_pool = pool;
     o.worker_id = base + "/gpu" + std::to_string(g);
     const bool json = a.json;
     const std::string id = o.worker_id;
@@ -136,7 +140,7 @@ int run_per_gpu(const Args& a, const std::vector<int>& gpus) {
            id);
     else
       std::cerr << "kzoo worker: " << id << " serving " << (o.server_url.empty() ? o.data_dir : o.server_url)
-                << " as device class " << opened.device_class << " on GPU " << g << "\n";
+                << " as device class " << opened.device_class << ", a job slot of GPUs " << a.gpus << "\n";
     workers.push_back(std::move(*w));
   }
   std::signal(SIGINT, on_signal);

@@ -11,7 +11,7 @@ namespace kzoo::cli {
 
 store::Actor local_actor() {
   const passwd* pw = ::getpwuid(::geteuid());
-  return {std::string("local:") + (pw && pw->pw_name ? pw->pw_name : std::to_string(::geteuid())), ""};
+  return {std::string("local:") + (pw && pw->pw_name ? pw->pw_name : std::to_string(::geteuid())), "", ""};
 }
 
 Result<std::unique_ptr<store::StateDb>> open_local_state(const std::string& data) {

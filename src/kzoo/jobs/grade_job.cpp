@@ -12,6 +12,7 @@
 #include <regex>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include "kzoo/board/decision.hpp"
@@ -277,7 +278,10 @@ class Grading {
     local::DeviceFacts dev;
     dev.device = o_.device;
     // With --gpus a job's sandbox binds only those GPUs: that is what it sees.
-    dev.gpus = o_.gpus.empty() ? o_.gpu_count : static_cast<int>(o_.gpus.size());
+    // With the node's pool, a job may take up to all of the node's GPUs.
+    dev.gpus = o_.gpu_pool        ? static_cast<int>(o_.gpu_pool->size())
+               : o_.gpus.empty() ? o_.gpu_count
+                                 : static_cast<int>(o_.gpus.size());
     dev.gpu_name = o_.gpu_name;
     if (o_.compute_capability)
       dev.compute_capability = fmt::format("{}.{}", *o_.compute_capability / 10, *o_.compute_capability % 10);
@@ -286,6 +290,19 @@ class Grading {
       std::string why;
       for (const auto& r : env.refusals) why += (why.empty() ? "" : "; ") + r;
       return failed("the task's environment cannot be honoured on this runner: " + why);
+    }
+    if (o_.gpu_pool && gpu_lease_.gpus().empty()) {
+      // Taken once, before the first sandboxed run, and kept for every round.
+      const auto need = static_cast<std::size_t>(env.gpus);
+      if (need > o_.gpu_pool->size())
+        return failed(fmt::format("the task's environment cannot be honoured on this runner: it asks for {} GPUs of one "
+                                  "node (environment.gpus of {}), this worker has {} (--gpus): run a worker with {} "
+                                  "or more",
+                                  need, *tpath, o_.gpu_pool->size(), need));
+      if (o_.gpu_pool->free_count() < need || o_.gpu_pool->waiting() > 0)
+        say(fmt::format("job {}: waiting for {} of this node's {} GPUs", job_.id, need, o_.gpu_pool->size()));
+      gpu_lease_ = o_.gpu_pool->take(need);
+      say(fmt::format("job {}: on GPU {}", job_.id, fmt::join(gpu_lease_.gpus(), ",")));
     }
     return h;
   }
@@ -305,7 +322,7 @@ class Grading {
     g.runner_id = o_.worker_id;
     g.memory_bytes = limits.memory_bytes;
     g.cpus = limits.cpus;
-    g.gpus = o_.gpus;
+    g.gpus = o_.gpu_pool ? gpu_lease_.gpus() : o_.gpus;
     g.sandboxed = o_.sandboxed;
     // The board's guardrails are the judge's parameters (board/decision.hpp, shared with `kzoo grade`).
     const board::Rules* rules = ctx_.rules ? &*ctx_.rules : nullptr;
@@ -363,7 +380,7 @@ class Grading {
                  {"worker", o_.worker_id}, {"job", job_.id}, {"base_commit", h.base},
                  {"had_incumbent", h.has_incumbent}, {"device", o_.device}, {"device_class", o_.device_class},
                  {"gpu_name", o_.gpu_name.empty() ? json() : json(o_.gpu_name)}, {"route", sub_.route},
-                 {"kind", sub_.kind}, {"gpus", o_.gpus}, {"partition", partition ? json(partition->name) : json()},
+                 {"kind", sub_.kind}, {"gpus", o_.gpu_pool ? gpu_lease_.gpus() : o_.gpus}, {"partition", partition ? json(partition->name) : json()},
                  {"limits", limits.to_json()}};
     m.check = board_check({sub_, job_.id, ctx_, m.graded.document, h.metas, m.decision, m.run, timed_runs, cost_s});
     auto evidence = record(m);
@@ -519,6 +536,7 @@ class Grading {
   JobReport& rep_;
   store::Submission sub_;
   BoardContext ctx_;
+  GpuPool::Lease gpu_lease_;  // with o_.gpu_pool: this job's GPUs, from the first sandboxed run to the end
 };
 
 // Hands the job back (an infrastructure failure) or completes it.

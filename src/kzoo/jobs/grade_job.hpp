@@ -41,6 +41,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kzoo/jobs/gpu_pool.hpp"
 #include "kzoo/jobs/transport.hpp"
 #include "kzoo/store/state_db.hpp"
 #include "kzoo/verdict/verdict.hpp"
@@ -75,6 +77,10 @@ struct GradeJobOptions {
   nlohmann::json judge_options = nlohmann::json::object();  // more KZOO_OPTIONS keys
   std::uint64_t memory_bytes = 0;
   std::vector<int> gpus;  // cuda: the GPUs this worker's jobs run on (nvidia-smi indices); empty: all
+  // cuda, `kzoo worker --gpus` with several: the node's GPUs, shared by its job
+  // slots. Each job takes its task's environment.gpus of them (one by default)
+  // before its sandbox starts, instead of `gpus`.
+  std::shared_ptr<GpuPool> gpu_pool;
   verdict::Policy policy;
   std::size_t history_scan = 200;  // commits of the package searched for a job's trailer
   std::function<void(std::string_view)> log;  // one line per event

@@ -98,6 +98,7 @@ EnvironmentCheck check_task_environment(const json& task, const std::string& fil
   const int gpus = env.value("gpus", json(1)).is_number_integer() ? env.value("gpus", json(1)).get<int>() : 1;
   const json cap_field = env.value("min_compute_capability", json("9.0"));
   const std::string min_cap = cap_field.is_string() ? cap_field.get<std::string>() : cap_field.dump();
+  out.gpus = std::max(gpus, 1);
 
   if (offline != json(true))
     out.refusals.push_back(fmt::format(

@@ -30,6 +30,7 @@ Result<DeviceFacts> probe_device(const std::string& device);
 struct EnvironmentCheck {
   std::vector<std::string> refusals;  // the run must not happen
   std::vector<std::string> notes;     // it may, and the result should say this
+  int gpus = 1;                       // environment.gpus: the GPUs of one node a run takes
 };
 
 // A compute capability as tenths: "9.0" -> 90, "10.0" -> 100, and an arch

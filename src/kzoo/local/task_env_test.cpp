@@ -47,6 +47,12 @@ TEST(TaskEnvironment, TooFewGpusAreRefused) {
   EXPECT_THAT(c.refusals[0], HasSubstr("asks for 2 GPUs (environment.gpus), this machine shows 1"));
 }
 
+TEST(TaskEnvironment, SaysHowManyGpusOfOneNodeARunTakes) {
+  EXPECT_EQ(check_task_environment(task({{"gpus", 4}}), "t.json", gpu(8, "9.0")).gpus, 4);
+  EXPECT_EQ(check_task_environment(task(json::object()), "t.json", gpu(8, "9.0")).gpus, 1) << "one when it names none";
+  EXPECT_EQ(check_task_environment(task({{"gpus", 2}}), "t.json", DeviceFacts{}).gpus, 2) << "said on the CPU too";
+}
+
 TEST(TaskEnvironment, ATaskThatNeedsTheNetworkIsRefusedEverywhere) {
   for (const auto& d : {DeviceFacts{}, gpu(1, "9.0")}) {
     auto c = check_task_environment(task({{"offline", false}}), "t.json", d);
