@@ -182,7 +182,8 @@ Result<sg::Tree> tree_of(git_repository* repo, const std::string& id, const char
 }  // namespace
 
 Result<PushReview> review_push(const std::string& repo_dir, const std::string& base, const std::string& pushed,
-                               const std::vector<std::string>& packages, const package::TreeLimits& limits) {
+                               const std::vector<std::string>& packages, const package::TreeLimits& limits,
+                               const std::set<std::string>& ignored) {
   auto repo = sg::open_repo(repo_dir);
   if (!repo) return tl::unexpected(repo.error());
   auto before = tree_of(repo->get(), base, "base");
@@ -195,6 +196,7 @@ Result<PushReview> review_push(const std::string& repo_dir, const std::string& b
   PushReview out;
   std::set<std::string> kernels;
   for (const auto& path : w.changed) {
+    if (ignored.count(path)) continue;
     const std::string* owner = nullptr;
     for (const auto& k : packages)
       if (path.size() > k.size() && path.compare(0, k.size(), k) == 0 && path[k.size()] == '/') owner = &k;

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,11 @@ struct PushReview {
 
 // `base` and `pushed`: commit ids in the bare repository `repo_dir`.
 // `packages`: the kernel IDs at `base` (store::KernelRepo::list_packages).
+// `ignored`: changed paths (from the root) that need not lie in a package's
+// src/ (a batch job's slurm-<id>.out); every other rule still applies to them.
 Result<PushReview> review_push(const std::string& repo_dir, const std::string& base, const std::string& pushed,
-                               const std::vector<std::string>& packages, const package::TreeLimits& limits = {});
+                               const std::vector<std::string>& packages, const package::TreeLimits& limits = {},
+                               const std::set<std::string>& ignored = {});
 
 // The best common ancestor of two commits; nullopt when they share no history.
 Result<std::optional<std::string>> merge_base(const std::string& repo_dir, const std::string& a, const std::string& b);
