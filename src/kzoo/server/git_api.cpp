@@ -230,7 +230,7 @@ gitserve::PushAnswer Api::judge_push(const Caller& caller, const std::vector<git
 }
 
 gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, const gitserve::PushCommand& c,
-                                   std::vector<std::string>& messages) {
+                                   std::vector<std::string>& messages, const std::set<std::string>& ignored) {
   const std::string& ref = c.ref;
   auto refuse = [&](std::string reason) {
     messages.push_back(fmt::format("kzoo: {}: refused: {}", ref, reason));
@@ -314,12 +314,7 @@ gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, co
   if (**base == c.new_id) return refuse(fmt::format("nothing new: the commit is already in {}", target));
   auto packages = repo.list_packages(**base);
   if (!packages) return refuse(packages.error().message);
-  // The upload's caps (package/package_tree.hpp), but counted from the
-  // repository root, where a kernel ID's own segments come first.
-  package::TreeLimits limits;
-  limits.max_depth = 32;
-  limits.max_path_bytes = 320;
-  auto review = gitserve::review_push(repo.dir(), **base, c.new_id, *packages, limits);
+  auto review = gitserve::review_push(repo.dir(), **base, c.new_id, *packages, package::repository_limits(), ignored);
   if (!review) return refuse(review.error().message);
   Violations vs = review->violations;
   std::vector<std::pair<std::string, package::PackageTree>> trees;
