@@ -33,6 +33,7 @@ std::string_view to_string(Action a) {
     case Action::read_held: return "list held jobs";
     case Action::read_audit: return "read the audit trail";
     case Action::runner_work: return "claim and complete jobs";
+    case Action::cancel_batch: return "cancel a batch job";
   }
   return "?";
 }
@@ -75,6 +76,11 @@ Decision authorize(const std::optional<Principal>& who, Action action, const Con
       return forbid(fmt::format("the issue was opened by {}: only its author (with their agents) or a maintainer "
                                 "closes it; {} may comment on it instead",
                                 ctx.issue_author ? *ctx.issue_author : "someone else", describe(p)));
+    case Action::cancel_batch:
+      if (maintainer || (ctx.job_owner && *ctx.job_owner == p.user)) return allow();
+      return forbid(fmt::format("the batch job belongs to {}: only its owner (with their agents) or a maintainer "
+                                "cancels it (scancel)",
+                                ctx.job_owner ? *ctx.job_owner : "someone else"));
     case Action::push_route:
     case Action::merge_into_route:
       if (maintainer || (ctx.route_owner && *ctx.route_owner == p.user)) return allow(p.role == Role::outsider);

@@ -21,6 +21,7 @@
 //     merge pull requests into it; others open pull requests;
 //   - maintainers (with their agents) push and merge into main, read held jobs
 //     and the audit trail;
+//   - a batch job's owner (with their agents) and the maintainers cancel it;
 //   - only a maintainer's own person token releases held jobs, moves the
 //     `checks` tag and sets a board's status: agents never approve rules;
 //   - only a maintainer's own person token changes the project's files
@@ -64,6 +65,7 @@ enum class Action {
   read_held,          // list held jobs
   read_audit,
   runner_work,        // claim, heartbeat, evidence upload, accept, complete
+  cancel_batch,       // scancel a batch job: its owner's (their agents too) or any, for a maintainer
 };
 
 std::string_view to_string(Action a);
@@ -72,6 +74,7 @@ struct Context {
   bool reads_need_token = false;        // the server's require_token_for_reads
   std::optional<std::string> route_owner;  // for push_route and merge_into_route
   std::optional<std::string> issue_author;  // for close_issue
+  std::optional<std::string> job_owner;     // for cancel_batch
 };
 
 struct Decision {

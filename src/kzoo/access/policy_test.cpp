@@ -54,6 +54,7 @@ TEST(Policy, EveryActionForEveryPrincipal) {
       {Action::set_board_status, "1A33333"},
       {Action::release_job, "1A33333"},
       {Action::runner_work, "133333A"},
+      {Action::cancel_batch, "1AA3333"},  // with no owner known, maintainers only
   };
   for (const auto& r : rows)
     for (int i = 0; i < 7; ++i) {
@@ -81,6 +82,18 @@ TEST(Policy, RoutesBelongToTheirOwnerWithTheirAgentsAndToMaintainers) {
   EXPECT_EQ(code(authorize(who(3), Action::push_route, ola_route)), '3');
   auto refused = authorize(who(5), Action::push_route, ann_route);
   EXPECT_NE(refused.reason.find("pull request"), std::string::npos) << refused.reason;
+}
+
+TEST(Policy, ABatchJobIsCancelledByItsOwnerWithTheirAgentsOrByAMaintainer) {
+  Context anns{};
+  anns.job_owner = "ann";
+  EXPECT_EQ(code(authorize(who(3), Action::cancel_batch, anns)), 'A');
+  EXPECT_EQ(code(authorize(who(4), Action::cancel_batch, anns)), 'A');  // her agent
+  EXPECT_EQ(code(authorize(who(1), Action::cancel_batch, anns)), 'A');  // a maintainer, any job
+  EXPECT_EQ(code(authorize(who(6), Action::cancel_batch, anns)), '3');  // a runner token
+  auto stranger = authorize(who(5), Action::cancel_batch, anns);
+  EXPECT_EQ(code(stranger), '3');
+  EXPECT_NE(stranger.reason.find("belongs to ann"), std::string::npos) << stranger.reason;
 }
 
 TEST(Policy, AnIssueIsClosedByItsAuthorWithTheirAgentsOrByAMaintainer) {

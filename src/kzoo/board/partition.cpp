@@ -18,20 +18,9 @@ Result<int> parse_duration(const std::string& text, const std::string& what) {
   return std::stoi(m[1]) * 3600 + std::stoi(m[2]) * 60 + std::stoi(m[3]);
 }
 
-Result<std::optional<Partition>> checks_partition(const json& benchmark) {
-  const json& parts = benchmark.value("partitions", json::array());
-  if (!parts.is_array() || parts.empty()) return std::optional<Partition>();
-  std::string wanted;
-  const json& checks = benchmark.value("checks", json::array());
-  if (checks.is_array() && !checks.empty() && checks[0].is_object()) wanted = checks[0].value("partition", "");
-  const json* found = wanted.empty() ? &parts[0] : nullptr;
-  for (const auto& p : parts)
-    if (!found && p.is_object() && p.value("name", "") == wanted) found = &p;
-  if (!found)
-    return fail(fmt::format("scienceslack.json: the check runs on partition \"{}\", which `partitions` does not "
-                            "declare: add it, or name one of the declared partitions",
-                            wanted));
-  const json& p = *found;
+namespace {
+// One entry of scienceslack.json `partitions`.
+Result<Partition> partition_of(const json& p) {
   Partition out;
   out.name = p.value("name", "");
   const std::string where = "scienceslack.json partition " + out.name;
@@ -50,7 +39,46 @@ Result<std::optional<Partition>> checks_partition(const json& benchmark) {
   out.cpus = p.value("cpus", 0);
   out.memory_mb = static_cast<long long>(std::ceil(p.value("memory_mb", 0.0)));
   out.gpus = p.value("gpus", 0);
-  return std::optional<Partition>(out);
+  return out;
+}
+
+}  // namespace
+
+Result<std::optional<Partition>> checks_partition(const json& benchmark) {
+  const json& parts = benchmark.value("partitions", json::array());
+  if (!parts.is_array() || parts.empty()) return std::optional<Partition>();
+  std::string wanted;
+  const json& checks = benchmark.value("checks", json::array());
+  if (checks.is_array() && !checks.empty() && checks[0].is_object()) wanted = checks[0].value("partition", "");
+  const json* found = wanted.empty() ? &parts[0] : nullptr;
+  for (const auto& p : parts)
+    if (!found && p.is_object() && p.value("name", "") == wanted) found = &p;
+  if (!found)
+    return fail(fmt::format("scienceslack.json: the check runs on partition \"{}\", which `partitions` does not "
+                            "declare: add it, or name one of the declared partitions",
+                            wanted));
+  auto out = partition_of(*found);
+  if (!out) return tl::unexpected(out.error());
+  return std::optional<Partition>(*out);
+}
+
+Result<std::optional<Partition>> named_partition(const json& benchmark, const std::string& name) {
+  if (name.empty()) return checks_partition(benchmark);
+  const json& parts = benchmark.value("partitions", json::array());
+  if (!parts.is_array() || parts.empty()) return std::optional<Partition>();
+  std::string names;
+  for (const auto& p : parts) {
+    if (!p.is_object()) continue;
+    if (p.value("name", "") == name) {
+      auto out = partition_of(p);
+      if (!out) return tl::unexpected(out.error());
+      return std::optional<Partition>(*out);
+    }
+    names += (names.empty() ? "" : ", ") + p.value("name", "");
+  }
+  return fail(fmt::format("partition \"{}\" does not exist: the project's partitions are {} (scienceslack.json "
+                          "`partitions`); ask for one of them with --partition",
+                          name, names));
 }
 
 json CheckLimits::to_json() const {

@@ -34,6 +34,11 @@ Result<int> parse_duration(const std::string& text, const std::string& what);
 // `benchmark` is the rules document's "benchmark" object.
 Result<std::optional<Partition>> checks_partition(const nlohmann::json& benchmark);
 
+// The partition called `name` (sbatch --partition); the checks' partition
+// when `name` is empty. nullopt when the rules declare no partitions; an
+// error listing the declared ones when none is called `name`.
+Result<std::optional<Partition>> named_partition(const nlohmann::json& benchmark, const std::string& name);
+
 // What one check may use: the partition's over the runner's own. A check asks
 // for no time, so it gets the partition's default time (as sbatch would give
 // it); memory and CPUs are the partition's, never more than the runner allows.

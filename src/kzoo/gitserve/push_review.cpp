@@ -185,7 +185,7 @@ Result<sg::Tree> tree_of(git_repository* repo, const std::string& id, const char
 
 Result<PushReview> review_push(const std::string& repo_dir, const std::string& base, const std::string& pushed,
                                const std::vector<std::string>& packages, const package::TreeLimits& limits,
-                               ProjectFiles project_files) {
+                               ProjectFiles project_files, const std::set<std::string>& ignored) {
   auto repo = sg::open_repo(repo_dir);
   if (!repo) return tl::unexpected(repo.error());
   auto before = tree_of(repo->get(), base, "base");
@@ -199,6 +199,7 @@ Result<PushReview> review_push(const std::string& repo_dir, const std::string& b
   const bool listed = project_files == ProjectFiles::listed;
   std::set<std::string> kernels, project;
   for (const auto& path : w.changed) {
+    if (ignored.count(path)) continue;
     const std::string* owner = nullptr;
     for (const auto& k : packages)
       if (path.size() > k.size() && path.compare(0, k.size(), k) == 0 && path[k.size()] == '/') owner = &k;

@@ -42,6 +42,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,9 +65,12 @@ enum class ProjectFiles { refused, listed };
 
 // `base` and `pushed`: commit ids in the bare repository `repo_dir`.
 // `packages`: the kernel IDs at `base` (store::KernelRepo::list_packages).
+// `ignored`: changed paths (from the root) that need not lie in a package's
+// src/ (a batch job's slurm-<id>.out); every other rule still applies to them.
 Result<PushReview> review_push(const std::string& repo_dir, const std::string& base, const std::string& pushed,
                                const std::vector<std::string>& packages, const package::TreeLimits& limits = {},
-                               ProjectFiles project_files = ProjectFiles::refused);
+                               ProjectFiles project_files = ProjectFiles::refused,
+                               const std::set<std::string>& ignored = {});
 
 // What a maintainer's push of project files must pass beyond the tree rules
 // (`review`: review_push's answer with ProjectFiles::listed and no violation):

@@ -129,6 +129,18 @@ TEST_F(PushReviewTest, ChangesOutsideSrcOrOutsideEveryPackageAreRefused) {
   EXPECT_TRUE(r.kernels.empty());
 }
 
+// A batch job's slurm-<id>.out lies at the top of its result: passed over
+// when named, while every other rule still holds for it and for the rest.
+TEST_F(PushReviewTest, AnIgnoredPathNeedNotLieInAPackageButTheRestIsJudged) {
+  write("slurm-7.out", "hello\n");
+  write("k/src/a.py", "A = 3\n");
+  write("notes.txt", "x\n");
+  auto r = review_push(root() + "/.git", base_, commit("job"), {"k"}, {}, ProjectFiles::refused, {"slurm-7.out"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->kernels, std::vector<std::string>{"k"});
+  EXPECT_EQ(rules(*r), "notes.txt git.outside-package\n");
+}
+
 TEST_F(PushReviewTest, ADeletedFileInSrcIsAChangeToItsKernel) {
   git("rm -q k/src/a.py");
   write("k/src/b.py", "B = 1\n");

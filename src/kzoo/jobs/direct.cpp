@@ -125,6 +125,27 @@ class Direct final : public JobTransport {
     }
     return c;
   }
+  store::StateResult<store::BatchJob> batch(std::int64_t job_id) override { return db_->get_batch(job_id); }
+  Result<std::string> batch_file(const store::BatchJob& b, const std::string&) override { return b.package_path; }
+  Result<store::BatchJob> finish_batch(std::int64_t job_id, const std::string& worker_id, const store::BatchEnd& end,
+                                       const std::optional<package::PackageTree>& tree) override {
+    store::BatchEnd e = end;
+    if (tree) {
+      auto b = db_->get_batch(job_id);
+      if (!b) return fail(b.error().message);
+      // The lease first: a job cancelled or taken back meanwhile gets no result ref from this holder.
+      if (auto h = db_->heartbeat(job_id, worker_id, 60); !h) return fail(h.error().message);
+      auto commit = repo_.record_job_tree(std::to_string(job_id), *tree, b->base_commit,
+                                          fmt::format("batch job {} ({}): {} {}, exit code {}:{}\n\nKzoo-Job: {}\n",
+                                                      job_id, b->script, b->name, e.end_state, e.exit_code,
+                                                      e.exit_signal, job_id));
+      if (!commit) return tl::unexpected(commit.error());
+      e.result_commit = *commit;
+    }
+    auto done = db_->finish_batch(job_id, worker_id, e);
+    if (!done) return fail(done.error().message);
+    return *done;
+  }
   Result<std::unique_ptr<JobTransport>> another() override {
     if (data_dir_.empty()) return fail("this transport borrows its database and cannot open another");
     return open_direct(data_dir_, state_url_);

@@ -116,6 +116,17 @@ class JobTransport {
                                               const std::string& message) = 0;
   virtual Result<store::AcceptResult> accept(const AcceptRequest& r, const std::string& worker_id) = 0;
   virtual Result<BoardContext> board(std::int64_t job_id) = 0;
+
+  // A batch job (store/batch.hpp): what it asks, and its submit directory's
+  // tarball as a local file (api mode: downloaded into `scratch_dir`).
+  virtual store::StateResult<store::BatchJob> batch(std::int64_t job_id) = 0;
+  virtual Result<std::string> batch_file(const store::BatchJob& b, const std::string& scratch_dir) = 0;
+  // Its end: `tree` (the submit directory as the job left it; none when it
+  // could not be read back) committed to refs/jobs/<id> on its base commit,
+  // then the job ended with that commit. Only for the lease holder.
+  virtual Result<store::BatchJob> finish_batch(std::int64_t job_id, const std::string& worker_id,
+                                               const store::BatchEnd& end,
+                                               const std::optional<package::PackageTree>& tree) = 0;
   // A second handle, for another thread.
   virtual Result<std::unique_ptr<JobTransport>> another() = 0;
 };

@@ -32,7 +32,8 @@ json job_to_json(const store::Job& j) {
           {"created_at", j.created_at},
           {"started_at", ms(j.started_at)},
           {"finished_at", ms(j.finished_at)},
-          {"held", j.held}};
+          {"held", j.held},
+          {"kind", j.kind}};
 }
 
 store::Job job_from_json(const json& j) {
@@ -50,6 +51,7 @@ store::Job job_from_json(const json& j) {
   out.started_at = opt_ms(j, "started_at");
   out.finished_at = opt_ms(j, "finished_at");
   out.held = j.value("held", false);
+  out.kind = j.value("kind", "grade");
   return out;
 }
 
@@ -176,6 +178,58 @@ Result<package::PackageTree> tree_from_json(const json& j) {
   std::sort(t.files.begin(), t.files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   t.dirs.assign(dirs.begin(), dirs.end());
   return t;
+}
+
+json batch_to_json(const store::BatchJob& b) {
+  return {{"job", job_to_json(b.job)}, {"owner", b.owner},         {"name", b.name},
+          {"script", b.script},        {"script_text", b.script_text}, {"partition", b.partition}, {"time_s", b.time_s},
+          {"cpus", b.cpus},            {"memory_mb", b.memory_mb}, {"gpus", b.gpus},
+          {"route", b.route},          {"base_commit", b.base_commit}, {"sha256", b.sha256}};
+}
+
+Result<store::BatchJob> batch_from_json(const json& j) {
+  if (!j.is_object()) return fail("the batch job is not a JSON object");
+  store::BatchJob b;
+  try {
+    b.job = job_from_json(j.at("job"));
+    b.owner = j.at("owner").get<std::string>();
+    b.name = j.at("name").get<std::string>();
+    b.script = j.at("script").get<std::string>();
+    b.script_text = j.at("script_text").get<std::string>();
+    b.partition = j.at("partition").get<std::string>();
+    b.time_s = j.at("time_s").get<int>();
+    b.cpus = j.at("cpus").get<int>();
+    b.memory_mb = j.at("memory_mb").get<int>();
+    b.gpus = j.at("gpus").get<int>();
+    b.route = j.value("route", "");
+    b.base_commit = j.at("base_commit").get<std::string>();
+    b.sha256 = j.value("sha256", "");
+  } catch (const json::exception& e) {
+    return fail(std::string("the batch job is malformed: ") + e.what());
+  }
+  if (b.time_s < 1 || b.cpus < 1 || b.memory_mb < 1 || b.gpus < 0 || b.script.empty() || b.script_text.empty())
+    return fail("the batch job's limits or script are out of range");
+  return b;
+}
+
+json batch_end_to_json(const store::BatchEnd& e) {
+  return {{"end_state", e.end_state}, {"exit_code", e.exit_code}, {"exit_signal", e.exit_signal},
+          {"elapsed_ms", e.elapsed_ms}, {"result", e.result}};
+}
+
+Result<store::BatchEnd> batch_end_from_json(const json& j) {
+  if (!j.is_object()) return fail("\"end\" must be an object {end_state, exit_code, exit_signal, elapsed_ms, result}");
+  store::BatchEnd e;
+  try {
+    e.end_state = j.at("end_state").get<std::string>();
+    e.exit_code = j.at("exit_code").get<int>();
+    e.exit_signal = j.at("exit_signal").get<int>();
+    e.elapsed_ms = j.at("elapsed_ms").get<std::int64_t>();
+    e.result = j.value("result", json());
+  } catch (const json::exception& ex) {
+    return fail(std::string("\"end\" is malformed: ") + ex.what());
+  }
+  return e;
 }
 
 }  // namespace kzoo::jobs

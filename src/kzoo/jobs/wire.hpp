@@ -26,6 +26,11 @@ nlohmann::json completion_to_json(const store::Completion& c);
 Result<store::Completion> completion_from_json(const nlohmann::json& j);
 nlohmann::json tree_to_json(const package::PackageTree& t);  // [{path, executable, base64}]
 Result<package::PackageTree> tree_from_json(const nlohmann::json& j);
+// A batch job as a runner needs it (the claim's "batch"), and how it ended (POST .../batch/finish).
+nlohmann::json batch_to_json(const store::BatchJob& b);
+Result<store::BatchJob> batch_from_json(const nlohmann::json& j);
+nlohmann::json batch_end_to_json(const store::BatchEnd& e);
+Result<store::BatchEnd> batch_end_from_json(const nlohmann::json& j);
 std::string base64_encode(const std::string& bytes);
 std::optional<std::string> base64_decode(const std::string& text);
 

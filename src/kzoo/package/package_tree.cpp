@@ -418,4 +418,11 @@ Result<void> write_tree(const PackageTree& tree, const std::string& fresh_dir) {
   return ok();
 }
 
+TreeLimits repository_limits() {
+  TreeLimits limits;
+  limits.max_depth = 32;
+  limits.max_path_bytes = 320;
+  return limits;
+}
+
 }  // namespace kzoo::package

@@ -44,6 +44,11 @@ struct TreeLimits {
   double max_ratio = 100.0;                  // uncompressed / compressed, checked past 1 MiB
 };
 
+// The upload's caps, but counted from a kernel_data repository's root, where
+// a kernel ID's own segments come first: 32 segments deep, 320-byte paths
+// (a push's trees, a batch job's submit directory).
+TreeLimits repository_limits();
+
 struct LoadedTree {
   PackageTree tree;
   Violations violations;  // entries refused (symlinks, specials, caps...), tree holds the rest

@@ -164,7 +164,10 @@ class TarReader {
     }
   }
 
-  TarballRead finish(const std::optional<std::string>& expected) {
+  // `whole_tree`: the archive is a tree from its root (a batch job's submit
+  // directory), not one package under its kernel ID.
+  TarballRead finish(const std::optional<std::string>& expected, bool whole_tree = false) {
+    whole_tree_ = whole_tree;
     if (!stopped_) layout(expected);
     return std::move(out_);
   }
@@ -346,44 +349,10 @@ class TarReader {
           "'" + detail::printable(b) + "' and '" + detail::printable(a) +
               "' differ only in letter case and would be one file on macOS or Windows; rename one");
 
-    std::vector<std::string> roots;  // parents of every .kernel_package directory
-    for (const auto& d : dirs)
-      if (base_of(d) == kPackageDir) roots.push_back(parent_of(d));
-    if (dirs.count(std::string(kPackageDir))) roots.insert(roots.begin(), "");
-    std::sort(roots.begin(), roots.end(), [](const std::string& x, const std::string& y) {
-      return x.size() != y.size() ? x.size() < y.size() : x < y;
-    });
-    roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
-
-    if (roots.empty()) {
-      add(label_, "tar.top-level",
-          "no .kernel_package/ directory found; the archive must hold one package under its kernel ID "
-          "directory, e.g. hopper/norm/softmax/.kernel_package/desc.yaml: " + std::string(kHowToPack));
-      return;
-    }
-    if (roots.front().empty()) {
-      add(label_, "tar.top-level",
-          ".kernel_package/ is at the archive's top level; the top-level directory must be the kernel ID "
-          "(e.g. hopper/norm/softmax/.kernel_package/): " + std::string(kHowToPack));
-      return;
-    }
-    std::string kid = roots.front();
-    if (roots.size() > 1) {
-      std::string list;
-      for (const auto& r : roots) list += (list.empty() ? "'" : ", '") + detail::printable(r) + "'";
-      add(label_, "tar.nested-package",
-          "the archive holds " + std::to_string(roots.size()) + " .kernel_package/ directories, under " + list +
-              "; submit one package per tarball");
-      if (expected && std::find(roots.begin(), roots.end(), *expected) != roots.end()) kid = *expected;
-    }
-    if (expected && *expected != kid)
-      add(label_, "tar.top-level",
-          "the archive holds kernel '" + detail::printable(kid) + "' but the submission names kernel '" +
-              detail::printable(*expected) + "'; submit it under kernel_id '" + detail::printable(kid) +
-              "' or pack the right directory");
+    std::string kid;  // the kernel ID directory; empty: the whole tree
+    if (!whole_tree_ && !package_root(dirs, expected, kid)) return;
     out_.kernel_id = kid;
-
-    const std::string prefix = kid + "/";
+    const std::string prefix = kid.empty() ? "" : kid + "/";
     for (const auto& e : entries_kept_) {
       if (dup_.count(&e) || e.path == kid) continue;
       if (e.path.rfind(prefix, 0) != 0) {
@@ -419,6 +388,48 @@ class TarReader {
     std::sort(out_.tree.dirs.begin(), out_.tree.dirs.end());
   }
 
+  // The one kernel ID directory (the parent of the one .kernel_package/), or
+  // false with the layout's violations added.
+  bool package_root(const std::set<std::string>& dirs, const std::optional<std::string>& expected, std::string& kid) {
+    std::vector<std::string> roots;  // parents of every .kernel_package directory
+    for (const auto& d : dirs)
+      if (base_of(d) == kPackageDir) roots.push_back(parent_of(d));
+    if (dirs.count(std::string(kPackageDir))) roots.insert(roots.begin(), "");
+    std::sort(roots.begin(), roots.end(), [](const std::string& x, const std::string& y) {
+      return x.size() != y.size() ? x.size() < y.size() : x < y;
+    });
+    roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+
+    if (roots.empty()) {
+      add(label_, "tar.top-level",
+          "no .kernel_package/ directory found; the archive must hold one package under its kernel ID "
+          "directory, e.g. hopper/norm/softmax/.kernel_package/desc.yaml: " + std::string(kHowToPack));
+      return false;
+    }
+    if (roots.front().empty()) {
+      add(label_, "tar.top-level",
+          ".kernel_package/ is at the archive's top level; the top-level directory must be the kernel ID "
+          "(e.g. hopper/norm/softmax/.kernel_package/): " + std::string(kHowToPack));
+      return false;
+    }
+    kid = roots.front();
+    if (roots.size() > 1) {
+      std::string list;
+      for (const auto& r : roots) list += (list.empty() ? "'" : ", '") + detail::printable(r) + "'";
+      add(label_, "tar.nested-package",
+          "the archive holds " + std::to_string(roots.size()) + " .kernel_package/ directories, under " + list +
+              "; submit one package per tarball");
+      if (expected && std::find(roots.begin(), roots.end(), *expected) != roots.end()) kid = *expected;
+    }
+    if (expected && *expected != kid)
+      add(label_, "tar.top-level",
+          "the archive holds kernel '" + detail::printable(kid) + "' but the submission names kernel '" +
+              detail::printable(*expected) + "'; submit it under kernel_id '" + detail::printable(kid) +
+              "' or pack the right directory");
+    return true;
+  }
+
+  bool whole_tree_ = false;
   std::string label_;
   const TreeLimits& lim_;
   archive* a_ = nullptr;
@@ -493,8 +504,9 @@ TarballRead read_package_tarball_bytes(std::string_view bytes, const std::option
   return reader.finish(expected_kernel_id);
 }
 
-Result<TarballRead> read_package_tarball(const std::string& path, const std::optional<std::string>& expected_kernel_id,
-                                         const TreeLimits& limits) {
+namespace {
+Result<TarballRead> read_tarball_file(const std::string& path, const std::optional<std::string>& expected_kernel_id,
+                                      const TreeLimits& limits, bool whole_tree) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return fail("cannot open tarball '" + path + "': " + std::strerror(errno));
   struct Closer {
@@ -517,7 +529,17 @@ Result<TarballRead> read_package_tarball(const std::string& path, const std::opt
     // The compressed cap is also enforced while streaming: the file may grow.
     reader.run(a.get(), archive_read_open_fd(a.get(), fd, kFileBlock));
   }
-  return reader.finish(expected_kernel_id);
+  return reader.finish(expected_kernel_id, whole_tree);
+}
+}  // namespace
+
+Result<TarballRead> read_package_tarball(const std::string& path, const std::optional<std::string>& expected_kernel_id,
+                                         const TreeLimits& limits) {
+  return read_tarball_file(path, expected_kernel_id, limits, false);
+}
+
+Result<TarballRead> read_tree_tarball(const std::string& path, const TreeLimits& limits) {
+  return read_tarball_file(path, std::nullopt, limits, true);
 }
 
 Result<std::string> package_tarball_bytes(const PackageTree& tree, const std::string& kernel_id) {

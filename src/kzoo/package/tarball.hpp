@@ -45,6 +45,12 @@ Result<TarballRead> read_package_tarball(const std::string& path,
                                          const std::optional<std::string>& expected_kernel_id = {},
                                          const TreeLimits& limits = {});
 
+// A tarball of a whole tree from its root (a batch job's submit directory,
+// `git archive HEAD | gzip`): the same rules and caps, but no kernel-ID
+// layout (tar.top-level and tar.nested-package do not apply); kernel_id is
+// empty and tree holds every entry at its archive path.
+Result<TarballRead> read_tree_tarball(const std::string& path, const TreeLimits& limits = {});
+
 // Same, from bytes already in memory (an upload buffered by the caller).
 TarballRead read_package_tarball_bytes(std::string_view bytes,
                                        const std::optional<std::string>& expected_kernel_id = {},

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -667,6 +668,34 @@ TEST(PackageTarball, WritesTheFileAndReadsItBack) {
   ASSERT_EQ(::stat(out.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644u);
   EXPECT_FALSE(write_package_tarball(sample_tree(), "k", dir + "/no/such/dir/x.tar.gz"));
+}
+
+}  // namespace
+}  // namespace kzoo::package
+
+namespace kzoo::package {
+namespace {
+
+// A whole tree from its root (a batch job's submit directory): several
+// packages and files beside them, no kernel-ID layout, the same entry rules.
+TEST(TarballRead, AWholeTreeReadsFromItsRootWithTheSameEntryRules) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/tree.tar.gz";
+  write_file(path, tgz(plus(plus(package("a/one"), package("b/two")), {file("README.md", "# kernels\n")})));
+  auto r = read_tree_tarball(path);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->violations.empty()) << ::testing::PrintToString(rules(*r));
+  EXPECT_EQ(r->kernel_id, "");
+  ASSERT_EQ(r->tree.files.size(), 7u);
+  EXPECT_EQ(r->tree.files[0].path, "README.md");
+  EXPECT_EQ(r->tree.files[1].path, "a/one/.kernel_package/benchmark.py");
+  TarEntry symlink{.name = "b/two/src/link", .type = AE_IFLNK, .symlink = "/etc/passwd"};
+  write_file(path, tgz(plus(package("b/two"), {symlink, file("../escape", "x")})));
+  auto bad = read_tree_tarball(path);
+  ASSERT_TRUE(bad);
+  EXPECT_NE(find_rule(*bad, "tar.symlink"), nullptr);
+  EXPECT_NE(find_rule(*bad, "tar.dotdot"), nullptr);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

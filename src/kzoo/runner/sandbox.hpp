@@ -81,6 +81,7 @@ struct SandboxResult {
   int exit_code = -1;  // when the program exited; -1 when killed by a signal
   int signal = 0;      // the signal that ended it (a sandboxed exit status 128+N counts as N)
   bool timed_out = false;
+  bool stopped = false;  // SandboxOptions::should_stop asked for it
   bool oom = false;
   std::string stdout_data;  // first stdout_cap bytes
   bool stdout_truncated = false;
@@ -91,7 +92,7 @@ struct SandboxResult {
   std::string limits;                 // "cgroup-v1", "cgroup-v2" or "rlimit"
   std::vector<std::string> warnings;  // degraded protections, cleanup trouble
 
-  bool exited_ok() const { return exit_code == 0 && signal == 0 && !timed_out && !oom; }
+  bool exited_ok() const { return exit_code == 0 && signal == 0 && !timed_out && !stopped && !oom; }
 };
 
 // $KZOO_BWRAP when set (a bwrap unpacked from Debian's .deb on a machine
@@ -108,6 +109,10 @@ struct SandboxOptions {
   // Called with each chunk of stderr as it arrives (progress display). The
   // bytes are the program's: sanitise before printing to a terminal.
   std::function<void(std::string_view)> on_stderr;
+  // Asked about once a second while the program runs; true ends the run as
+  // the deadline does (everything killed), with SandboxResult::stopped set
+  // (a batch job cancelled by scancel while it runs).
+  std::function<bool()> should_stop;
 };
 
 // The path of host path `host` as the program will see it: inside the workdir

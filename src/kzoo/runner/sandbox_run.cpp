@@ -333,8 +333,10 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
   std::optional<Clock::time_point> grace_until;  // after exit: drain, then stop waiting
   while (out_open || err_open || !exited) {
     auto now = Clock::now();
-    if (!exited && now >= deadline) {
-      result.timed_out = true;
+    const bool stop_now = !exited && options.should_stop && options.should_stop();
+    if (stop_now) result.stopped = true;
+    if (!exited && (now >= deadline || stop_now)) {
+      result.timed_out = !stop_now;
       kill_everything();
       ::waitpid(pid, &wstatus, 0);
       exited = true;
@@ -397,7 +399,7 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
     std::string status_text;
     ::fcntl(status->first.get(), F_SETFL, O_NONBLOCK);
     drain(status->first.get(), [&](std::string_view s) { status_text.append(s); });
-    if (status_text.find("\"exit-code\"") == std::string::npos && !result.timed_out && !result.oom)
+    if (status_text.find("\"exit-code\"") == std::string::npos && !result.timed_out && !result.stopped && !result.oom)
       return fail("sandbox setup failed (bwrap exit status " + std::to_string(result.exit_code) +
                   "): " + result.stderr_tail);
     // bwrap reports a child killed by signal N as exit status 128+N.

@@ -20,6 +20,7 @@
 #include "kzoo/server/data_dir.hpp"
 #include "kzoo/server/metrics.hpp"
 #include "kzoo/server/upload_file.hpp"
+#include "kzoo/server/upload_form.hpp"
 #include "kzoo/store/kernel_repo.hpp"
 #include "kzoo/store/state_db.hpp"
 
@@ -116,6 +117,8 @@ struct Api {
   void runner_accept(const httplib::Request& req, httplib::Response& res);
   void runner_complete(const httplib::Request& req, httplib::Response& res);
   void runner_retry(const httplib::Request& req, httplib::Response& res);
+  void runner_batch_package(const httplib::Request& req, httplib::Response& res);
+  void runner_batch_finish(const httplib::Request& req, httplib::Response& res);
 
   // The request's token (Authorization: Bearer), checked against the store,
   // then access::authorize for `action`. nullopt when refused: 401 (a token
@@ -158,6 +161,14 @@ struct Api {
   // issues: limit_comments_per_hour) before one more; false when over it (429
   // with Retry-After, `res` filled).
   bool within_writing_limit(const Caller& c, httplib::Response& res);
+  // Users' batch jobs (batch_api.cpp): sbatch, squeue, sacct, scancel and /slurm.sh.
+  void post_batch(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader);
+  void get_batches(const httplib::Request& req, httplib::Response& res);
+  void get_batch(const httplib::Request& req, httplib::Response& res);
+  void post_batch_cancel(const httplib::Request& req, httplib::Response& res);
+  void get_slurm_sh(const httplib::Request& req, httplib::Response& res);
+  // Judges ended batch jobs' result commits as pushes by their owners (each once, whichever server takes it).
+  void judge_batches(store::StateDb& db);
   // Route merges (route_merge_api.cpp).
   void post_route_merge(const httplib::Request& req, httplib::Response& res);
   // A package from the repository kept as an upload, so that its submission
@@ -177,8 +188,10 @@ struct Api {
   // push someone signed in; a 401 challenges with Basic, which git answers.
   std::optional<Caller> git_caller(const httplib::Request& req, httplib::Response& res, bool push);
   gitserve::PushAnswer judge_push(const Caller& caller, const std::vector<gitserve::PushCommand>& cmds);
+  // `ignored`: paths from the repository root the tree rules pass over (a
+  // batch job's slurm-<id>.out, which Slurm's convention puts at the top).
   gitserve::RefResult judge_ref(const Caller& caller, store::StateDb& db, const gitserve::PushCommand& c,
-                                std::vector<std::string>& messages);
+                                std::vector<std::string>& messages, const std::set<std::string>& ignored = {});
   // A maintainer's push of project files to main that passed every rule:
   // main moves to one commit holding the pushed tree, audited; the rules in
   // it take effect only when the `checks` tag is moved (docs/GIT.md).
@@ -188,6 +201,11 @@ struct Api {
   // What `kernel_id`'s jobs need of a GPU runner, in tenths of a compute
   // capability (submissions.cpp): desc.yaml on main and the catalog's task.
   int required_capability_of(const std::string& kernel_id);
+
+  // How an upload's body streams (upload_form.hpp): into the uploads
+  // directory, under max_upload_bytes and upload_deadline_s, counted in the
+  // metrics; the caller names its fields.
+  FormSpec upload_form_spec();
 
   // Rejects submissions left `received` by a killed server; deletes stray uploads.
   Result<int> recover();

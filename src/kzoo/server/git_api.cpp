@@ -249,7 +249,7 @@ gitserve::PushAnswer Api::judge_push(const Caller& caller, const std::vector<git
 }
 
 gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, const gitserve::PushCommand& c,
-                                   std::vector<std::string>& messages) {
+                                   std::vector<std::string>& messages, const std::set<std::string>& ignored) {
   const std::string& ref = c.ref;
   auto refuse = [&](std::string reason) {
     messages.push_back(fmt::format("kzoo: {}: refused: {}", ref, reason));
@@ -272,7 +272,9 @@ gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, co
     if (!d.allowed())
       return refuse(d.reason + "; open a pull request instead: git push origin HEAD:refs/pulls/main/<topic> (or kzoo "
                                "submit --pull-request)");
-    if (access::authorize(caller.who, access::Action::change_project_files).allowed())
+    // A batch job's result (judged with its slurm-<id>.out ignored) is what a
+    // script made, not the maintainer's own push: it never changes project files.
+    if (ignored.empty() && access::authorize(caller.who, access::Action::change_project_files).allowed())
       project_files = gitserve::ProjectFiles::listed;
   } else if (ref.rfind("refs/heads/routes/", 0) == 0) {
     route = ref.substr(18);
@@ -338,12 +340,8 @@ gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, co
   if (**base == c.new_id) return refuse(fmt::format("nothing new: the commit is already in {}", target));
   auto packages = repo.list_packages(**base);
   if (!packages) return refuse(packages.error().message);
-  // The upload's caps (package/package_tree.hpp), but counted from the
-  // repository root, where a kernel ID's own segments come first.
-  package::TreeLimits limits;
-  limits.max_depth = 32;
-  limits.max_path_bytes = 320;
-  auto review = gitserve::review_push(repo.dir(), **base, c.new_id, *packages, limits, project_files);
+  auto review = gitserve::review_push(repo.dir(), **base, c.new_id, *packages, package::repository_limits(),
+                                      project_files, ignored);
   if (!review) return refuse(review.error().message);
   Violations vs = review->violations;
   if (vs.empty() && !review->project_files.empty()) {

@@ -105,6 +105,15 @@ package::PackageTree src_of(const package::PackageTree& tree) {
   return out;
 }
 
+// A stored upload (.tar.gz) as the answer.
+void send_tarball(httplib::Response& res, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) return send_error(res, 500, "storage", "cannot read " + path);
+  res.status = 200;
+  res.set_content(std::move(bytes), "application/gzip");
+}
+
 void state_refusal(httplib::Response& res, const store::StateError& e) {
   const char* code = e.kind == store::StateError::not_holder || e.kind == store::StateError::wrong_state
                          ? "not_holder"
@@ -143,6 +152,12 @@ void Api::runner_claim(const httplib::Request& req, httplib::Response& res) {
   if (!*j) {
     res.status = 204;
     return;
+  }
+  if ((*j)->is_batch()) {
+    // A user's batch job: its script and limits instead of a submission.
+    auto b = (*lease)->get_batch((*j)->id);
+    if (!b) return state_refusal(res, b.error());
+    return send_json(res, 200, {{"job", jobs::job_to_json(**j)}, {"batch", jobs::batch_to_json(*b)}});
   }
   auto s = (*lease)->get_submission((*j)->submission_id);
   if (!s) return state_refusal(res, s.error());
@@ -192,13 +207,42 @@ void Api::runner_package(const httplib::Request& req, httplib::Response& res) {
   if (!s) return state_refusal(res, s.error());
   if (!s->package_path.starts_with(paths.uploads() + "/"))
     return send_error(res, 404, "no_package", fmt::format("submission {} has no stored package", s->id));
-  std::ifstream in(s->package_path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) return send_error(res, 500, "storage", "cannot read " + s->package_path);
-  res.status = 200;
-  res.set_content(std::move(bytes), "application/gzip");
+  send_tarball(res, s->package_path);
 }
 
+void Api::runner_batch_package(const httplib::Request& req, httplib::Response& res) {
+  RUNNER_GATE(true);
+  auto b = (*lease)->get_batch(call->job->id);
+  if (!b) return state_refusal(res, b.error());
+  send_tarball(res, b->package_path);
+}
+// How a batch job ended, with its submit directory as the job left it: the
+// server commits it to refs/jobs/<id> on the job's base commit and judges it.
+void Api::runner_batch_finish(const httplib::Request& req, httplib::Response& res) {
+  RUNNER_GATE(true);
+  auto end = jobs::batch_end_from_json(call->body.value("end", json()));
+  if (!end) return send_error(res, 400, "invalid_field", end.error().message, "end");
+  std::optional<package::PackageTree> tree;
+  if (const json& f = call->body.value("files", json()); !f.is_null()) {
+    auto t = jobs::tree_from_json(f);
+    if (!t) return send_error(res, 400, "invalid_field", t.error().message, "files");
+    // The same caps as the submit directory it started from.
+    package::TreeLimits lim = package::repository_limits();
+    std::uint64_t total = 0;
+    for (const auto& file : t->files) total += file.content.size();
+    if (t->files.size() > lim.max_entries || total > lim.max_total_bytes)
+      return send_error(res, 413, "too_large",
+                        fmt::format("the submit directory holds {} files, {} bytes: over {} files or {} bytes",
+                                    t->files.size(), total, lim.max_entries, lim.max_total_bytes),
+                        "files");
+    tree = std::move(*t);
+  }
+  auto b = jobs::direct_over(**lease, repo)->finish_batch(call->job->id, call->owner, *end, tree);
+  if (!b) return send_error(res, 409, "not_holder", b.error().message);
+  judge_batches(**lease);
+  auto now = (*lease)->get_batch(call->job->id);
+  send_json(res, 200, {{"batch", jobs::batch_to_json(now ? *now : *b)}, {"result_commit", b->result_commit}});
+}
 void Api::runner_trusted(const httplib::Request& req, httplib::Response& res) {
   RUNNER_GATE(true);
   auto s = (*lease)->get_submission(call->job->submission_id);

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <ctime>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 #include <fstream>
 #include <regex>
 #include <span>
@@ -68,7 +71,8 @@ bool is_git(const std::string& path) { return path.starts_with("/git/"); }
 std::size_t body_cap(const ServerConfig& cfg, const std::string& method, const std::string& path) {
   if (method == "POST" && is_git(path))
     return path.ends_with("/git-receive-pack") ? git_push_body_cap(cfg) : kGitFetchBodyCap;
-  if (method == "POST" && path == "/api/submissions") return cfg.max_upload_bytes + kMultipartOverhead;
+  if (method == "POST" && (path == "/api/submissions" || path == "/api/batch"))
+    return cfg.max_upload_bytes + kMultipartOverhead;
   // A runner's evidence (benchmark output, stderr log, base64) and results.
   if (method == "POST" && path.starts_with("/api/runner/")) return kRunnerBodyCap;
   if (method == "POST" && (path.starts_with("/api/pulls/") || path.starts_with("/api/issues") || path.starts_with("/api/routes/") ||
@@ -113,7 +117,7 @@ int refuse_before_body(const ServerConfig& cfg, const httplib::Request& req, htt
     return 415;
   }
   std::size_t cap = body_cap(cfg, req.method, req.path);
-  bool is_upload = req.method == "POST" && req.path == "/api/submissions";
+  bool is_upload = req.method == "POST" && (req.path == "/api/submissions" || req.path == "/api/batch");
   if (!req.has_header("Content-Length")) {
     if (is_upload) {
       send_error(res, 411, "length_required", "a Content-Length header is required for uploads");
@@ -167,7 +171,14 @@ const std::vector<Route>& routes() {
       {"POST", "/api/issues/{id}/comments", "/api/issues/([0-9]{1,18})/comments"},
       {"POST", "/api/issues/{id}/close", "/api/issues/([0-9]{1,18})/close"},
       {"POST", "/api/routes/{name}/merge", "/api/routes/([a-z0-9][a-z0-9._-]{0,62})/merge"},
+      {"POST", "/api/batch", "/api/batch"},
+      {"GET", "/api/batch", "/api/batch"},
+      {"GET", "/api/batch/{id}", "/api/batch/([0-9]{1,18})"},
+      {"POST", "/api/batch/{id}/cancel", "/api/batch/([0-9]{1,18})/cancel"},
+      {"GET", "/slurm.sh", "/slurm.sh"},
       {"POST", "/api/runner/claim", "/api/runner/claim"},
+      {"GET", "/api/runner/jobs/{id}/batch/package", "/api/runner/jobs/([0-9]{1,18})/batch/package"},
+      {"POST", "/api/runner/jobs/{id}/batch/finish", "/api/runner/jobs/([0-9]{1,18})/batch/finish"},
       {"POST", "/api/runner/jobs/{id}/heartbeat", "/api/runner/jobs/([0-9]{1,18})/heartbeat"},
       {"GET", "/api/runner/jobs/{id}/package", "/api/runner/jobs/([0-9]{1,18})/package"},
       {"GET", "/api/runner/jobs/{id}/trusted", "/api/runner/jobs/([0-9]{1,18})/trusted"},
@@ -196,11 +207,16 @@ const std::vector<Route>& routes() {
   return r;
 }
 
-std::string_view openapi_json() {
+namespace {
+std::string_view embedded_server_file(std::string_view name) {
   for (const auto& f : embedded_server_files())
-    if (f.name == "openapi.json") return f.content;
+    if (f.name == name) return f.content;
   return {};
 }
+}  // namespace
+
+std::string_view openapi_json() { return embedded_server_file("openapi.json"); }
+std::string_view slurm_sh() { return embedded_server_file("slurm.sh"); }
 
 void send_json(httplib::Response& res, int status, const nlohmann::json& doc) {
   res.status = status;
@@ -385,6 +401,8 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
 
   http.Post("/api/submissions", [api](const httplib::Request& req, httplib::Response& res,
                                       const httplib::ContentReader& reader) { api->post_submission(req, res, reader); });
+  http.Post("/api/batch", [api](const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader) { api->post_batch(req, res, reader); });
   for (const auto& r : routes()) {
     if (r.path == "/git/kernel_data/info/refs")
       http.Get(r.pattern, [api](const httplib::Request& req, httplib::Response& res) { api->git_info_refs(req, res); });
@@ -414,11 +432,15 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   get("/api/pulls", &Api::get_pulls);
   get("/api/pulls/{id}", &Api::get_pull);
   get("/api/issues", &Api::get_issues);
+  get("/api/batch", &Api::get_batches);
+  get("/api/batch/{id}", &Api::get_batch);
+  get("/slurm.sh", &Api::get_slurm_sh);
   get("/api/issues/{id}", &Api::get_issue);
   get("/api/runner/jobs/{id}/package", &Api::runner_package);
   get("/api/runner/jobs/{id}/trusted", &Api::runner_trusted);
   get("/api/runner/jobs/{id}/recovery", &Api::runner_recovery);
   get("/api/runner/jobs/{id}/board", &Api::runner_board);
+  get("/api/runner/jobs/{id}/batch/package", &Api::runner_batch_package);
   auto post = [&](const std::string& path, void (Api::*fn)(const httplib::Request&, httplib::Response&)) {
     for (const auto& r : routes())
       if (r.method == "POST" && r.path == path)
@@ -429,6 +451,7 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   post("/api/pulls/{id}/close", &Api::post_pull_close);
   post("/api/pulls/{id}/comments", &Api::post_pull_comment);
   post("/api/issues", &Api::post_issue);
+  post("/api/batch/{id}/cancel", &Api::post_batch_cancel);
   post("/api/issues/{id}/comments", &Api::post_issue_comment);
   post("/api/issues/{id}/close", &Api::post_issue_close);
   post("/api/routes/{name}/merge", &Api::post_route_merge);
@@ -438,6 +461,7 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   post("/api/runner/jobs/{id}/accept", &Api::runner_accept);
   post("/api/runner/jobs/{id}/complete", &Api::runner_complete);
   post("/api/runner/jobs/{id}/retry", &Api::runner_retry);
+  post("/api/runner/jobs/{id}/batch/finish", &Api::runner_batch_finish);
   get("/api/board", &Api::get_board);
   get("/api/boards/{version}", &Api::get_board_version);
   get("/api/routes", &Api::get_routes);
@@ -479,7 +503,31 @@ std::string Service::limits_note() const {
                      l.keep_alive_timeout_s, l.threads);
 }
 
-bool Service::run() { return impl_->door->run(); }
+bool Service::run() {
+  // Batch jobs that ended are judged within seconds even when nobody asks
+  // (a direct-mode worker commits their result without the server): every
+  // 2 s, until the front door stops.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  Api* api = impl_->api.get();
+  std::thread judge([&] {
+    std::unique_lock lock(mu);
+    while (!cv.wait_for(lock, std::chrono::seconds(2), [&] { return stopping; })) {
+      lock.unlock();
+      if (auto db = api->db.get()) api->judge_batches(**db);
+      lock.lock();
+    }
+  });
+  const bool ok = impl_->door->run();
+  {
+    std::lock_guard lock(mu);
+    stopping = true;
+  }
+  cv.notify_all();
+  judge.join();
+  return ok;
+}
 void Service::stop() { impl_->door->stop(); }
 
 }  // namespace kzoo::server

@@ -49,6 +49,8 @@ const std::vector<Route>& routes();
 
 // The OpenAPI 3 document served at /api/openapi.json (src/kzoo/server/openapi.json).
 std::string_view openapi_json();
+// The template of GET /slurm.sh (src/kzoo/server/slurm.sh; batch_api.cpp fills in the URL and token).
+std::string_view slurm_sh();
 
 class Service {
  public:

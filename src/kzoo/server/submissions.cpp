@@ -17,6 +17,7 @@
 #include "kzoo/package/tarball.hpp"
 #include "kzoo/server/api.hpp"
 #include "kzoo/server/upload_file.hpp"
+#include "kzoo/server/upload_form.hpp"
 
 namespace kzoo::server {
 namespace {
@@ -30,19 +31,7 @@ constexpr std::size_t kFieldCap = 16 * 1024;
 const char* const kFields[] = {"kernel_id",  "submitter_id", "package_filename", "optimization_summary",
                                "route",      "pull_request"};
 
-bool is_field(const std::string& name) {
-  for (const char* f : kFields)
-    if (name == f) return true;
-  return false;
-}
-
-struct Refusal {
-  Refusal(int s, std::string c, std::string m, std::string f = "", nlohmann::json e = nullptr)
-      : status(s), code(std::move(c)), message(std::move(m)), field(std::move(f)), extra(std::move(e)) {}
-  int status;
-  std::string code, message, field;
-  nlohmann::json extra;
-};
+using Refusal = FormRefusal;
 
 nlohmann::json links_for(std::int64_t id, std::optional<std::int64_t> job) {
   nlohmann::json l = {{"self", fmt::format("/api/submissions/{}", id)}};
@@ -72,84 +61,20 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
                                "submitter_id, package_filename, optimization_summary and one file part",
                                req.get_header_value("Content-Type"))});
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(cfg.upload_deadline_s);
-  std::map<std::string, std::string> fields;
-  std::optional<UploadFile> file;
-  std::string current;
-  bool in_file = false;
-  std::optional<Refusal> refusal;
-
-  bool read_ok = reader(
-      [&](const httplib::MultipartFormData& part) {
-        if (refusal) return false;
-        if (!part.filename.empty()) {
-          if (file) {
-            refusal = Refusal{400, "duplicate_file", "the request has two file parts: send exactly one package", part.name};
-            return false;
-          }
-          auto f = UploadFile::create(paths.uploads(), cfg.max_upload_bytes, cfg.server_id);
-          if (!f) {
-            refusal = Refusal{500, "storage", f.error().message, ""};
-            return false;
-          }
-          file.emplace(std::move(*f));
-          in_file = true;
-          return true;
-        }
-        in_file = false;
-        current = part.name;
-        if (!is_field(current)) {
-          refusal = Refusal{400, "unknown_field",
-                            fmt::format("unknown form field \"{}\": the fields are kernel_id, submitter_id, "
-                                        "package_filename, optimization_summary, route, pull_request, and one file "
-                                        "part",
-                                        package::detail::printable(current)),
-                            package::detail::printable(current)};
-          return false;
-        }
-        if (fields.count(current)) {
-          refusal = Refusal{400, "duplicate_field", fmt::format("form field \"{}\" is given twice", current), current};
-          return false;
-        }
-        fields[current];
-        return true;
-      },
-      [&](const char* data, std::size_t n) {
-        if (std::chrono::steady_clock::now() > deadline) {
-          refusal = Refusal{408, "upload_timeout",
-                            fmt::format("the upload took longer than {} s: send it faster or smaller",
-                                        cfg.upload_deadline_s)};
-          return false;
-        }
-        if (in_file) {
-          if (auto w = file->write({data, n}); !w) {
-            refusal = file->over_cap()
-                          ? Refusal{413, "too_large",
-                                    fmt::format("the package file is over the cap of {} bytes: keep sources only",
-                                                cfg.max_upload_bytes),
-                                    "package"}
-                          : Refusal{500, "storage", w.error().message};
-            return false;
-          }
-          return true;
-        }
-        auto& v = fields[current];
-        if (v.size() + n > kFieldCap) {
-          refusal = Refusal{413, "field_too_large", fmt::format("form field \"{}\" is over {} bytes", current, kFieldCap),
-                            current};
-          return false;
-        }
-        v.append(data, n);
-        return true;
-      });
-  if (file) metrics.count_upload_bytes(file->size());
-  if (!read_ok || refusal) {
+  FormSpec spec = upload_form_spec();
+  spec.fields.assign(std::begin(kFields), std::end(kFields));
+  spec.fields_hint = "the fields are kernel_id, submitter_id, package_filename, optimization_summary, route, "
+                     "pull_request, and one file part";
+  spec.field_cap = kFieldCap;
+  spec.over_cap_hint = "keep sources only";
+  auto form = read_upload_form(reader, spec);
+  if (auto* r = std::get_if<FormRefusal>(&form)) {
     // The rest of the body is unread: this connection cannot go on.
     res.set_header("Connection", "close");
-    return refuse(refusal.value_or(Refusal{400, "bad_multipart",
-                                           "the body is not complete, valid multipart/form-data (a boundary, "
-                                           "parts with Content-Disposition: form-data, the closing boundary)"}));
+    return refuse(*r);
   }
+  auto& fields = std::get<UploadForm>(form).fields;
+  auto& file = std::get<UploadForm>(form).file;
 
   // submitter_id is the token's owner; the envelope may still name it (the
   // seed's field), and then it must name the owner.
@@ -337,6 +262,17 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
     body["links"]["pull"] = fmt::format("/api/pulls/{}", s->id);
   }
   send_json(res, 202, body);
+}
+
+FormSpec Api::upload_form_spec() {
+  FormSpec spec;
+  spec.file_cap = cfg.max_upload_bytes;
+  spec.uploads_dir = paths.uploads();
+  spec.owner = cfg.server_id;
+  spec.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(cfg.upload_deadline_s);
+  spec.deadline_s = cfg.upload_deadline_s;
+  spec.on_file_bytes = [this](std::uint64_t n) { metrics.count_upload_bytes(n); };
+  return spec;
 }
 
 Result<int> Api::recover() {

@@ -200,6 +200,15 @@ class KernelRepo {
   Result<std::string> record_job_evidence(const std::string& job_id, const std::map<std::string, std::string>& files,
                                           const std::string& message = "") const;
 
+  // A batch job's result (store/batch.hpp): `tree` (its submit directory as
+  // the job left it, executable bits kept) as one commit whose parent is
+  // `parent` (the pushed commit the job was submitted from), so that `git
+  // diff parent refs/jobs/<id>` is exactly what the job changed. Sets
+  // refs/jobs/<job_id> to it (a re-run after a lost lease replaces an earlier
+  // attempt's). Returns the commit id. Never touches `main`.
+  Result<std::string> record_job_tree(const std::string& job_id, const package::PackageTree& tree,
+                                      const std::string& parent, const std::string& message) const;
+
   // The evidence files of the latest commit on refs/jobs/<job_id>.
   Result<std::map<std::string, std::string>> read_job_evidence(const std::string& job_id) const;
 

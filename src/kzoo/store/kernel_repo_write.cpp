@@ -569,6 +569,46 @@ Result<std::string> KernelRepo::record_job_evidence(const std::string& job_id,
                           options_.max_attempts, *ref_name));
 }
 
+Result<std::string> KernelRepo::record_job_tree(const std::string& job_id, const package::PackageTree& tree,
+                                                const std::string& parent, const std::string& message) const {
+  auto ref_name = job_ref(job_id);
+  if (!ref_name) return tl::unexpected(ref_name.error());
+  git::FileMap map;
+  for (const auto& f : tree.files) {
+    if (auto c = git::check_rel_path(f.path, fmt::format("a file of job {}'s submit directory", job_id)); !c)
+      return tl::unexpected(c.error());
+    map.emplace(f.path, git::FileBlob{f.content, f.executable});
+  }
+  auto msg = prettify(message);
+  if (!msg) return tl::unexpected(msg.error());
+  auto sig = signature(options_.committer, "committer");
+  if (!sig) return tl::unexpected(sig.error());
+  auto turn = writer_turn();
+  if (!turn) return tl::unexpected(turn.error());
+  auto repo = git::open_repo(dir_);
+  if (!repo) return tl::unexpected(repo.error());
+  auto base = git::resolve_commit(repo->get(), parent);
+  if (!base) return fail(fmt::format("job {}: its base commit {} is not in the repository", job_id, parent));
+  auto tree_id = git::write_tree(repo->get(), map);
+  if (!tree_id) return tl::unexpected(tree_id.error());
+  git_tree* traw = nullptr;
+  if (int rc = git_tree_lookup(&traw, repo->get(), &*tree_id); rc < 0) return git::fail_git("reading a tree", rc);
+  git::Tree t(traw);
+  const git_commit* parents[] = {base->get()};
+  git_oid commit;
+  if (int rc = git_commit_create(&commit, repo->get(), nullptr, sig->get(), sig->get(), nullptr, msg->c_str(), t.get(),
+                                 1, parents);
+      rc < 0)
+    return git::fail_git(fmt::format("writing the result commit of job {}", job_id), rc);
+  git_reference* ref = nullptr;
+  // Forced: the ref is this job's alone, and only its lease holder writes it.
+  const std::string log = fmt::format("kzoo batch result {}", job_id);
+  int rc = git_reference_create(&ref, repo->get(), ref_name->c_str(), &commit, 1, log.c_str());
+  git::Reference owned(ref);
+  if (rc < 0) return git::fail_git(fmt::format("moving {}", *ref_name), rc);
+  return git::oid_hex(commit);
+}
+
 Result<std::map<std::string, std::string>> KernelRepo::read_job_evidence(const std::string& job_id) const {
   auto ref_name = job_evidence_ref(job_id);
   if (!ref_name) return tl::unexpected(ref_name.error());

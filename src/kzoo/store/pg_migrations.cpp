@@ -189,6 +189,41 @@ CREATE INDEX issue_comments_by_token ON issue_comments(token_id, at);
 ALTER TABLE jobs ADD COLUMN requires_cc INTEGER NOT NULL DEFAULT 0 CHECK (requires_cc >= 0);
 ALTER TABLE jobs ADD COLUMN passed_over TEXT NOT NULL DEFAULT '';
 )SQL"},
+    {9, "users' own batch jobs (the seed's sbatch): a job's kind, grade or batch; a batch job has no submission, "
+        "and its script, limits, base commit, submit directory and how it ended in batch_jobs", R"SQL(
+ALTER TABLE jobs ALTER COLUMN submission_id DROP NOT NULL;
+ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT 'grade' CHECK (kind IN ('grade','batch'));
+ALTER TABLE jobs ADD CONSTRAINT jobs_kind_submission CHECK ((kind = 'grade') = (submission_id IS NOT NULL));
+CREATE TABLE batch_jobs (
+  job_id        BIGINT   PRIMARY KEY REFERENCES jobs(id) ON DELETE RESTRICT,
+  owner         TEXT    NOT NULL CHECK (length(owner) BETWEEN 1 AND 64),
+  token_id      TEXT    NOT NULL DEFAULT '',
+  name          TEXT    NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+  script        TEXT    NOT NULL CHECK (length(script) BETWEEN 1 AND 320),
+  script_text   TEXT    NOT NULL CHECK (length(script_text) BETWEEN 1 AND 65536),
+  partition_name TEXT   NOT NULL CHECK (length(partition_name) BETWEEN 1 AND 64),
+  time_s        INTEGER NOT NULL CHECK (time_s >= 1),
+  cpus          INTEGER NOT NULL CHECK (cpus >= 1),
+  memory_mb     INTEGER NOT NULL CHECK (memory_mb >= 1),
+  gpus          INTEGER NOT NULL DEFAULT 0 CHECK (gpus >= 0),
+  route         TEXT    NOT NULL DEFAULT '' CHECK (length(route) <= 64),
+  base_commit   TEXT    NOT NULL CHECK (length(base_commit) = 40),
+  package_path  TEXT    NOT NULL CHECK (length(package_path) > 0),
+  sha256        TEXT    NOT NULL CHECK (length(sha256) = 64),
+  package_bytes BIGINT   NOT NULL DEFAULT 0 CHECK (package_bytes >= 0),
+  end_state     TEXT    NOT NULL DEFAULT '' CHECK (end_state IN
+                  ('','COMPLETED','FAILED','TIMEOUT','CANCELLED','NODE_FAIL','OUT_OF_MEMORY')),
+  exit_code     INTEGER,
+  exit_signal   INTEGER,
+  elapsed_ms    BIGINT ,
+  result_commit TEXT    NOT NULL DEFAULT '' CHECK (result_commit = '' OR length(result_commit) = 40),
+  judged        INTEGER NOT NULL DEFAULT 0 CHECK (judged IN (0, 1)),
+  review        TEXT
+);
+CREATE INDEX batch_jobs_by_owner ON batch_jobs(owner, job_id);
+CREATE INDEX batch_jobs_by_token ON batch_jobs(token_id, job_id);
+CREATE INDEX batch_jobs_unjudged ON batch_jobs(job_id) WHERE judged = 0 AND result_commit <> '';
+)SQL"},
 };
 
 }  // namespace

@@ -13,11 +13,22 @@ const char* const Core::kSubCols =
     "accepted_commit, token_id, package_bytes, route, kind, received_by";
 const char* const Core::kJobCols =
     "id, submission_id, state, attempts, max_attempts, lease_owner, lease_expires_at, heartbeat_at, result, "
-    "created_at, started_at, finished_at, held, released_by, released_at, hold_reason, requires_cc, passed_over";
+    "created_at, started_at, finished_at, held, released_by, released_at, hold_reason, requires_cc, passed_over, kind";
 const char* const Core::kTokenCols =
     "t.id, t.user_name, t.kind, t.label, t.hash, t.created_at, t.created_by, t.expires_at, t.revoked_at, "
     "t.last_used_at, t.limit_submissions_per_hour, t.limit_concurrent_jobs, t.limit_upload_bytes_per_day, u.role";
 const char* const Core::kPullCols = "submission_id, route, author, state, created_at, decided_by, decided_at";
+
+std::string Core::qualified_job_cols() {
+  std::string out, cols = kJobCols;
+  for (std::size_t at = 0; at < cols.size();) {
+    std::size_t comma = cols.find(", ", at);
+    if (comma == std::string::npos) comma = cols.size();
+    out += (out.empty() ? "j." : ", j.") + cols.substr(at, comma - at);
+    at = comma + 2;
+  }
+  return out;
+}
 
 namespace {
 
@@ -103,7 +114,7 @@ Submission Core::submission_of(const Row& r) {
 Job Core::job_of(const Row& r) {
   Job j;
   j.id = r.i64(0);
-  j.submission_id = r.i64(1);
+  j.submission_id = r.opt(1).value_or(0);  // NULL for a batch job
   j.state = state_of(r.text(2));
   j.attempts = static_cast<int>(r.i64(3));
   j.max_attempts = static_cast<int>(r.i64(4));
@@ -120,6 +131,7 @@ Job Core::job_of(const Row& r) {
   j.hold_reason = r.text(15);
   j.requires_cc = static_cast<int>(r.i64(16));
   j.passed_over = r.text(17);
+  j.kind = r.text(18);
   return j;
 }
 
@@ -265,8 +277,12 @@ TokenUsage Core::usage(const std::string& id, UnixMs since) {
   u.oldest_submission = s.opt(1);
   u.upload_bytes = s.i64(2);
   u.oldest_upload = s.opt(3);
-  u.active_jobs = conn_->query("SELECT count(*) FROM jobs j JOIN submissions s ON s.id = j.submission_id "
-                                "WHERE s.token_id=$1 AND j.state IN ('queued','running')",
+  // A token's batch jobs count as its graded ones do.
+  // Two counts, each along its own index (an OR across the joins would scan every job).
+  u.active_jobs = conn_->query("SELECT (SELECT count(*) FROM jobs j JOIN submissions s ON s.id = j.submission_id "
+                                "WHERE s.token_id=$1 AND j.state IN ('queued','running')) + "
+                                "(SELECT count(*) FROM jobs j JOIN batch_jobs b ON b.job_id = j.id "
+                                "WHERE b.token_id=$1 AND j.state IN ('queued','running'))",
                                 {id}).at(0).i64(0);
   // Everything a token writes for others to read counts against one limit:
   // pull-request comments and reviews, issues, and issues' comments.

@@ -56,7 +56,7 @@ StateResult<std::optional<Job>> SqlJobQueue::claim_job(const std::string& worker
           {worker_id, now + static_cast<UnixMs>(lease_seconds) * 1000, now});
       if (rows.empty()) return std::nullopt;
       Job j = Core::job_of(rows.front());
-      c_.move_submission(j.submission_id, State::queued, State::running, now);
+      if (!j.is_batch()) c_.move_submission(j.submission_id, State::queued, State::running, now);
       c_.audit(now, "job.claim", fmt::format("job/{}", j.id), {{"worker", worker_id}, {"attempt", j.attempts}});
       return j;
     });
@@ -92,6 +92,10 @@ StateResult<Job> SqlJobQueue::complete(std::int64_t job_id, const std::string& w
     return c_.write([&] {
       UnixMs now = c_.db().now();
       Job before = c_.expect_holder(job_id, worker_id, "complete");
+      if (before.is_batch())
+        refuse(StateError::invalid, fmt::format("job {} is a batch job: it ends with finish_batch (how its script "
+                                                "ended), not with a grading outcome",
+                                                job_id));
       State to = to_state(c.outcome);
       auto rows = c_.db().query(fmt::format("UPDATE jobs SET state=$1, result=$2, finished_at=$3, lease_expires_at=NULL "
                                             "WHERE id=$4 RETURNING {}",
@@ -125,13 +129,18 @@ StateResult<Job> SqlJobQueue::retry(std::int64_t job_id, const std::string& work
                                                    Core::kJobCols),
                                        {json_or_null(result), job_id});
       Job j = Core::job_of(rows.at(0));
-      c_.expect_submission(before.submission_id, {State::running}, "retry its job");
-      if (last) {
-        std::vector<std::string> why = reasons;
-        why.push_back(fmt::format("gave up after {} attempts (max_attempts={})", before.attempts, before.max_attempts));
-        c_.finish_submission(before.submission_id, State::failed, nullptr, why, "", now);
+      if (before.is_batch()) {
+        // No submission follows a batch job; one that runs out of attempts ended on the runners' side.
+        if (last) c_.db().exec("UPDATE batch_jobs SET end_state='NODE_FAIL' WHERE job_id=$1", {job_id});
       } else {
-        c_.move_submission(before.submission_id, State::running, State::queued, now);
+        c_.expect_submission(before.submission_id, {State::running}, "retry its job");
+        if (last) {
+          std::vector<std::string> why = reasons;
+          why.push_back(fmt::format("gave up after {} attempts (max_attempts={})", before.attempts, before.max_attempts));
+          c_.finish_submission(before.submission_id, State::failed, nullptr, why, "", now);
+        } else {
+          c_.move_submission(before.submission_id, State::running, State::queued, now);
+        }
       }
       c_.audit(now, "job.retry", fmt::format("job/{}", job_id),
                {{"worker", worker_id}, {"now", to_string(j.state)}, {"reason", reasons.empty() ? "" : reasons.front()}});
@@ -160,15 +169,19 @@ StateResult<std::vector<Requeued>> SqlJobQueue::requeue_expired(UnixMs now) {
               j.id, j.attempts, j.lease_owner, *j.lease_expires_at, j.max_attempts);
           c_.db().exec("UPDATE jobs SET state='failed', finished_at=$1, lease_expires_at=NULL, result=$2 WHERE id=$3",
                        {now, json_text({{"error", reason}}), j.id});
-          c_.expect_submission(j.submission_id, {State::running}, "fail its expired job");
-          c_.finish_submission(j.submission_id, State::failed, nullptr, {reason}, "", now);
+          if (j.is_batch()) {
+            c_.db().exec("UPDATE batch_jobs SET end_state='NODE_FAIL' WHERE job_id=$1", {j.id});
+          } else {
+            c_.expect_submission(j.submission_id, {State::running}, "fail its expired job");
+            c_.finish_submission(j.submission_id, State::failed, nullptr, {reason}, "", now);
+          }
           c_.audit(now, "job.lease-expired", fmt::format("job/{}", j.id), {{"worker", j.lease_owner}, {"now", "failed"}});
           out.push_back({j.id, j.lease_owner, State::failed});
         } else {
           c_.db().exec("UPDATE jobs SET state='queued', lease_owner=NULL, lease_expires_at=NULL, heartbeat_at=NULL "
                        "WHERE id=$1",
                        {j.id});
-          c_.move_submission(j.submission_id, State::running, State::queued, now);
+          if (!j.is_batch()) c_.move_submission(j.submission_id, State::running, State::queued, now);
           c_.audit(now, "job.lease-expired", fmt::format("job/{}", j.id), {{"worker", j.lease_owner}, {"now", "queued"}});
           out.push_back({j.id, j.lease_owner, State::queued});
         }
@@ -237,29 +250,19 @@ StateResult<std::vector<HeldJob>> SqlJobQueue::held_jobs(int limit) {
     if (limit < 1 || limit > 1000) refuse(StateError::invalid, "limit must be 1 to 1000");
     std::vector<HeldJob> out;
     for (const auto& r : c_.db().query(
-             "SELECT j.id, s.id, s.kernel_id, s.submitter_id, s.summary, s.sha256, j.created_at, j.hold_reason, "
-             "s.route FROM jobs j JOIN submissions s ON s.id = j.submission_id WHERE j.state='queued' AND j.held=1 "
-             "ORDER BY j.id LIMIT $1",
+             // A held batch job shows its script where a submission shows its kernel.
+             "SELECT j.id, s.id, COALESCE(s.kernel_id, 'batch:' || b.script), COALESCE(s.submitter_id, b.owner), "
+             "COALESCE(s.summary, b.name), COALESCE(s.sha256, b.sha256), j.created_at, j.hold_reason, "
+             "COALESCE(s.route, b.route) FROM jobs j LEFT JOIN submissions s ON s.id = j.submission_id "
+             "LEFT JOIN batch_jobs b ON b.job_id = j.id WHERE j.state='queued' AND j.held=1 ORDER BY j.id LIMIT $1",
              {std::int64_t{limit}}))
-      out.push_back({r.i64(0), r.i64(1), r.text(2), r.text(3), r.text(4), r.text(5), r.i64(6), r.text(7), r.text(8)});
+      out.push_back({r.i64(0), r.opt(1).value_or(0), r.text(2), r.text(3), r.text(4), r.text(5), r.i64(6), r.text(7),
+                     r.text(8)});
     return out;
   });
 }
 
 namespace {
-
-// Core::kJobCols with each column prefixed by `j.`, for statements that join.
-std::string qualified_job_cols() {
-  std::string out, cols = Core::kJobCols;
-  std::size_t at = 0;
-  while (at < cols.size()) {
-    std::size_t comma = cols.find(", ", at);
-    if (comma == std::string::npos) comma = cols.size();
-    out += (out.empty() ? "j." : ", j.") + cols.substr(at, comma - at);
-    at = comma + 2;
-  }
-  return out;
-}
 
 // A claimable job's place in line: the claimable jobs before it, plus one
 // (claim_job takes the lowest id among queued jobs that are not held).
@@ -294,17 +297,18 @@ StateResult<std::vector<JobListing>> SqlJobQueue::list_jobs(const JobFilter& f) 
         fmt::format("SELECT {}, s.kernel_id, s.submitter_id, s.route, s.kind, {} FROM jobs j JOIN submissions s ON "
                     "s.id = j.submission_id WHERE j.id {} $1 AND (CAST($2 AS TEXT) IS NULL OR s.kernel_id = $2) AND "
                     "(CAST($3 AS TEXT) IS NULL OR s.submitter_id = $3){} ORDER BY j.id {} LIMIT $4",
-                    qualified_job_cols(), kPositionExpr, ascending ? ">" : "<", where, ascending ? "ASC" : "DESC"),
+                    Core::qualified_job_cols(), kPositionExpr, ascending ? ">" : "<", where, ascending ? "ASC" : "DESC"),
         {ascending ? *f.after_id : f.before_id, opt(f.kernel_id), opt(f.submitter_id), std::int64_t{f.limit}});
     std::vector<JobListing> out;
     for (const auto& r : rows) {
       JobListing l;
       l.job = Core::job_of(r);
-      l.kernel_id = r.text(18);
-      l.submitter_id = r.text(19);
-      l.route = r.text(20);
-      l.kind = r.text(21);
-      l.position = r.opt(22);
+      const std::size_t n = Core::kJobColCount;
+      l.kernel_id = r.text(n);
+      l.submitter_id = r.text(n + 1);
+      l.route = r.text(n + 2);
+      l.kind = r.text(n + 3);
+      l.position = r.opt(n + 4);
       out.push_back(std::move(l));
     }
     return out;

@@ -100,6 +100,9 @@ class Core {
 
   static const char* const kSubCols;
   static const char* const kJobCols;
+  static constexpr std::size_t kJobColCount = 19;  // the columns of kJobCols, for statements that select more
+  // kJobCols with each column prefixed by `j.`, for statements that join.
+  static std::string qualified_job_cols();
   static const char* const kTokenCols;  // tokens t JOIN users u
   static const char* const kPullCols;
   static Submission submission_of(const Row& r);
@@ -155,6 +158,24 @@ class SqlJobQueue : public virtual JobQueue {
   UnixMs now() override;
 
  private:
+  Core& c_;
+};
+
+class SqlBatches : public virtual BatchStore {
+ public:
+  explicit SqlBatches(Core& c) : c_(c) {}
+  StateResult<BatchJob> create_batch(const NewBatch& b) override;
+  StateResult<BatchJob> get_batch(std::int64_t job_id) override;
+  StateResult<std::vector<BatchJob>> list_batch(const BatchFilter& f) override;
+  StateResult<BatchJob> finish_batch(std::int64_t job_id, const std::string& worker_id, const BatchEnd& e) override;
+  StateResult<BatchJob> cancel_batch(std::int64_t job_id, const std::string& reason) override;
+  StateResult<std::vector<BatchJob>> unjudged_batches(int limit) override;
+  StateResult<BatchJob> begin_judgement(std::int64_t job_id) override;
+  StateResult<BatchJob> record_judgement(std::int64_t job_id, const nlohmann::json& review) override;
+
+ private:
+  BatchJob load(std::int64_t job_id, bool lock);
+  void load_token_locked(const std::string& id);
   Core& c_;
 };
 

@@ -21,7 +21,8 @@ class SqlStateDb final : public StateDb,
                          public SqlAccounts,
                          public SqlPulls,
                          public SqlIssues,
-                         public SqlBoardAudit {
+                         public SqlBoardAudit,
+                         public SqlBatches {
  public:
   explicit SqlStateDb(std::unique_ptr<Conn> conn)
       : CoreHolder(std::move(conn)),
@@ -30,7 +31,8 @@ class SqlStateDb final : public StateDb,
         SqlAccounts(core),
         SqlPulls(core),
         SqlIssues(core),
-        SqlBoardAudit(core) {}
+        SqlBoardAudit(core),
+        SqlBatches(core) {}
   int schema_version() override { return core.version; }
   std::string describe() const override { return const_cast<Core&>(core).db().describe(); }
   Core& state() { return core; }

@@ -184,6 +184,82 @@ CREATE INDEX issue_comments_by_token ON issue_comments(token_id, at);
 ALTER TABLE jobs ADD COLUMN requires_cc INTEGER NOT NULL DEFAULT 0 CHECK (requires_cc >= 0);
 ALTER TABLE jobs ADD COLUMN passed_over TEXT NOT NULL DEFAULT '';
 )SQL"},
+    {9, "users' own batch jobs (the seed's sbatch): a job's kind, grade or batch; a batch job has no submission, "
+        "and its script, limits, base commit, submit directory and how it ended in batch_jobs", R"SQL(
+-- SQLite cannot drop a NOT NULL: jobs is rebuilt with submission_id nullable
+-- (a batch job has none) and its kind; ids and the AUTOINCREMENT counter are
+-- kept, so a batch job's id never names an earlier graded job's refs/jobs/<id>.
+CREATE TABLE jobs_v9 (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  submission_id    INTEGER REFERENCES submissions(id) ON DELETE RESTRICT,
+  state            TEXT    NOT NULL CHECK (state IN
+                     ('queued','running','accepted','rejected','failed','cancelled')),
+  attempts         INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+  max_attempts     INTEGER NOT NULL CHECK (max_attempts >= 1),
+  lease_owner      TEXT,
+  lease_expires_at INTEGER,
+  heartbeat_at     INTEGER,
+  result           TEXT,
+  created_at       INTEGER NOT NULL,
+  started_at       INTEGER,
+  finished_at      INTEGER,
+  held             INTEGER NOT NULL DEFAULT 0 CHECK (held IN (0, 1)),
+  released_by      TEXT    NOT NULL DEFAULT '',
+  released_at      INTEGER,
+  hold_reason      TEXT    NOT NULL DEFAULT '' CHECK (hold_reason IN ('', 'JobHeldAdmin', 'PullRequest')),
+  requires_cc      INTEGER NOT NULL DEFAULT 0 CHECK (requires_cc >= 0),
+  passed_over      TEXT    NOT NULL DEFAULT '',
+  kind             TEXT    NOT NULL DEFAULT 'grade' CHECK (kind IN ('grade','batch')),
+  CHECK ((state = 'running') = (lease_expires_at IS NOT NULL)),
+  CHECK (state <> 'running' OR lease_owner IS NOT NULL),
+  CHECK ((kind = 'grade') = (submission_id IS NOT NULL))
+);
+INSERT INTO jobs_v9 (id, submission_id, state, attempts, max_attempts, lease_owner, lease_expires_at, heartbeat_at,
+                     result, created_at, started_at, finished_at, held, released_by, released_at, hold_reason,
+                     requires_cc, passed_over)
+  SELECT id, submission_id, state, attempts, max_attempts, lease_owner, lease_expires_at, heartbeat_at, result,
+         created_at, started_at, finished_at, held, released_by, released_at, hold_reason, requires_cc, passed_over
+  FROM jobs;
+DELETE FROM sqlite_sequence WHERE name = 'jobs_v9';
+INSERT INTO sqlite_sequence(name, seq) SELECT 'jobs_v9', seq FROM sqlite_sequence WHERE name = 'jobs';
+DROP TABLE jobs;
+ALTER TABLE jobs_v9 RENAME TO jobs;
+CREATE UNIQUE INDEX jobs_one_active ON jobs(submission_id) WHERE state IN ('queued','running');
+CREATE INDEX jobs_queued ON jobs(id) WHERE state = 'queued';
+CREATE INDEX jobs_leases ON jobs(lease_expires_at) WHERE state = 'running';
+CREATE INDEX jobs_by_submission ON jobs(submission_id, id);
+CREATE INDEX jobs_by_state ON jobs(state);
+CREATE INDEX jobs_held ON jobs(id) WHERE state = 'queued' AND held = 1;
+CREATE TABLE batch_jobs (
+  job_id        INTEGER  PRIMARY KEY REFERENCES jobs(id) ON DELETE RESTRICT,
+  owner         TEXT    NOT NULL CHECK (length(owner) BETWEEN 1 AND 64),
+  token_id      TEXT    NOT NULL DEFAULT '',
+  name          TEXT    NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+  script        TEXT    NOT NULL CHECK (length(script) BETWEEN 1 AND 320),
+  script_text   TEXT    NOT NULL CHECK (length(script_text) BETWEEN 1 AND 65536),
+  partition_name TEXT   NOT NULL CHECK (length(partition_name) BETWEEN 1 AND 64),
+  time_s        INTEGER NOT NULL CHECK (time_s >= 1),
+  cpus          INTEGER NOT NULL CHECK (cpus >= 1),
+  memory_mb     INTEGER NOT NULL CHECK (memory_mb >= 1),
+  gpus          INTEGER NOT NULL DEFAULT 0 CHECK (gpus >= 0),
+  route         TEXT    NOT NULL DEFAULT '' CHECK (length(route) <= 64),
+  base_commit   TEXT    NOT NULL CHECK (length(base_commit) = 40),
+  package_path  TEXT    NOT NULL CHECK (length(package_path) > 0),
+  sha256        TEXT    NOT NULL CHECK (length(sha256) = 64),
+  package_bytes INTEGER  NOT NULL DEFAULT 0 CHECK (package_bytes >= 0),
+  end_state     TEXT    NOT NULL DEFAULT '' CHECK (end_state IN
+                  ('','COMPLETED','FAILED','TIMEOUT','CANCELLED','NODE_FAIL','OUT_OF_MEMORY')),
+  exit_code     INTEGER,
+  exit_signal   INTEGER,
+  elapsed_ms    INTEGER,
+  result_commit TEXT    NOT NULL DEFAULT '' CHECK (result_commit = '' OR length(result_commit) = 40),
+  judged        INTEGER NOT NULL DEFAULT 0 CHECK (judged IN (0, 1)),
+  review        TEXT
+);
+CREATE INDEX batch_jobs_by_owner ON batch_jobs(owner, job_id);
+CREATE INDEX batch_jobs_by_token ON batch_jobs(token_id, job_id);
+CREATE INDEX batch_jobs_unjudged ON batch_jobs(job_id) WHERE judged = 0 AND result_commit <> '';
+)SQL"},
 };
 
 }  // namespace

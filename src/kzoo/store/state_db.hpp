@@ -7,6 +7,7 @@
 //   PullStore        pull requests and comments        pulls.hpp
 //   IssueStore       issues and their comments         issues.hpp
 //   BoardAudit       boards' status, the audit trail   board_audit.hpp
+//   BatchStore       users' own batch jobs (sbatch)   batch.hpp
 //
 // so that a transition of one concern and the audit row it writes share a
 // transaction, and one actor (set_actor) covers them all. Code that needs one
@@ -22,6 +23,7 @@
 #pragma once
 
 #include "kzoo/store/accounts.hpp"
+#include "kzoo/store/batch.hpp"
 #include "kzoo/store/board_audit.hpp"
 #include "kzoo/store/issues.hpp"
 #include "kzoo/store/job_queue.hpp"
@@ -38,7 +40,8 @@ class StateDb : public virtual SubmissionStore,
                 public virtual AccountStore,
                 public virtual PullStore,
                 public virtual IssueStore,
-                public virtual BoardAudit {
+                public virtual BoardAudit,
+                public virtual BatchStore {
  public:
   ~StateDb() override = default;
   // The schema version the database is at after open.

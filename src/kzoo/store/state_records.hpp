@@ -142,6 +142,10 @@ struct Job {
   // The last GPU runner that left it for lacking that: "<worker> (compute
   // capability 8.0) at <time>"; empty if none did.
   std::string passed_over;
+  // "grade" (a submission's) or "batch" (a user's own script, batch.hpp: no
+  // submission, submission_id 0).
+  std::string kind = "grade";
+  bool is_batch() const { return kind == "batch"; }
 };
 
 // What a worker hands back when it finishes a job.

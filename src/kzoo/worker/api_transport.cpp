@@ -58,6 +58,15 @@ class Api final : public JobTransport {
     if (r->status == 204) return std::optional<store::Job>();
     if (r->status != 200 || !r->body.is_object()) return tl::unexpected(state_error(*r));
     store::Job j = job_from_json(r->body.value("job", json()));
+    if (r->body.contains("batch")) {
+      // A user's batch job: its script and limits come with the claim.
+      auto b = batch_from_json(r->body["batch"]);
+      if (!b) return tl::unexpected(store::StateError{store::StateError::io, "the server's claim: " + b.error().message});
+      b->job = j;
+      std::lock_guard g(mu_);
+      batches_[j.id] = *b;
+      return std::optional<store::Job>(j);
+    }
     const json& s = r->body.value("submission", json::object());
     store::Submission sub;
     sub.id = j.submission_id;
@@ -108,15 +117,8 @@ class Api final : public JobTransport {
   }
 
   Result<std::string> package_file(const store::Job& job, const store::Submission&, const std::string& scratch) override {
-    auto r = get(fmt::format("/api/runner/jobs/{}/package", job.id));
-    if (!r) return tl::unexpected(r.error());
-    if (r->status != 200) return fail("cannot download the package of job " + std::to_string(job.id) + ": " + error_text(*r));
-    std::string path = scratch + "/package.tar.gz";
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << r->text;
-    out.close();
-    if (!out) return fail("cannot write " + path);
-    return path;
+    return download(fmt::format("/api/runner/jobs/{}/package", job.id), scratch + "/package.tar.gz",
+                    "the package of job " + std::to_string(job.id));
   }
 
   Result<TrustedPackage> trusted(const std::string& kernel_id, std::int64_t job_id) override {
@@ -176,11 +178,50 @@ class Api final : public JobTransport {
     return out;
   }
 
+  store::StateResult<store::BatchJob> batch(std::int64_t job_id) override {
+    // Only what the claim handed over: in api mode a runner learns of scancel
+    // from its heartbeat (the server answers 409 once the job is cancelled).
+    std::lock_guard g(mu_);
+    auto it = batches_.find(job_id);
+    if (it == batches_.end())
+      return tl::unexpected(store::StateError{store::StateError::not_found,
+                                              fmt::format("batch job {} was not handed to this runner", job_id)});
+    return it->second;
+  }
+
+  Result<std::string> batch_file(const store::BatchJob& b, const std::string& scratch) override {
+    return download(fmt::format("/api/runner/jobs/{}/batch/package", b.job.id), scratch + "/submit.tar.gz",
+                    "the submit directory of job " + std::to_string(b.job.id));
+  }
+
+  Result<store::BatchJob> finish_batch(std::int64_t job_id, const std::string& worker_id, const store::BatchEnd& end,
+                                       const std::optional<package::PackageTree>& tree) override {
+    auto r = post(fmt::format("/api/runner/jobs/{}/batch/finish", job_id),
+                  {{"worker", worker_id}, {"end", batch_end_to_json(end)}, {"files", tree ? tree_to_json(*tree) : json()}});
+    if (!r) return tl::unexpected(r.error());
+    if (r->status != 200) return fail(error_text(*r));
+    auto b = batch_from_json(r->body.value("batch", json()));
+    if (!b) return tl::unexpected(b.error());
+    b->result_commit = r->body.value("result_commit", "");
+    return *b;
+  }
+
   Result<std::unique_ptr<JobTransport>> another() override {
     return std::unique_ptr<JobTransport>(new Api(url_, token_));
   }
 
  private:
+  // GET `path` into the file `to`; `what` names it in errors.
+  Result<std::string> download(const std::string& path, const std::string& to, const std::string& what) const {
+    auto r = get(path);
+    if (!r) return tl::unexpected(r.error());
+    if (r->status != 200) return fail("cannot download " + what + ": " + error_text(*r));
+    std::ofstream out(to, std::ios::binary | std::ios::trunc);
+    out << r->text;
+    out.close();
+    if (!out) return fail("cannot write " + to);
+    return to;
+  }
   void setup(httplib::Client& c) const {
     c.set_connection_timeout(10, 0);
     c.set_read_timeout(120, 0);
@@ -207,6 +248,7 @@ class Api final : public JobTransport {
   std::string url_, token_;
   std::mutex mu_;
   std::unordered_map<std::int64_t, store::Submission> subs_;
+  std::unordered_map<std::int64_t, store::BatchJob> batches_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "kzoo/format/json_text.hpp"
+#include "kzoo/jobs/batch_run.hpp"
 #include "kzoo/jobs/direct.hpp"
 #include "kzoo/util/read_file.hpp"
 #include "kzoo/worker/api_transport.hpp"
@@ -104,6 +105,8 @@ Result<std::optional<JobReport>> Worker::run_once() {
   auto claimed = t_->claim(o_.worker_id, o_.lease_seconds, o_.device == "cuda" ? o_.compute_capability : std::nullopt);
   if (!claimed) return fail("claiming a job failed: " + claimed.error().message);
   if (!*claimed) return std::optional<JobReport>();
+  // A user's batch script runs as Slurm would run it; everything else is graded.
+  if ((*claimed)->is_batch()) return std::optional<JobReport>(jobs::run_batch_job(*t_, **claimed, o_));
   return std::optional<JobReport>(jobs::grade_job(*t_, **claimed, o_));
 }
 

@@ -25,6 +25,7 @@
 #include "kzoo/server/data_dir.hpp"
 #include "kzoo/server/test_support.hpp"
 #include "kzoo/store/open_state.hpp"
+#include "kzoo/store/test_support.hpp"
 #include "kzoo/util/test_prerequisite.hpp"
 
 namespace kzoo::worker {
@@ -547,6 +548,121 @@ TEST_F(ApiModeTest, APullRequestMergedByTheRoutesOwnerIsGradedOnTheRoute) {
   EXPECT_EQ((*r)->accepted_commit, *repo->head("refs/heads/routes/ann-fast"));
   EXPECT_EQ(*repo->read_file(std::string(kKernel) + "/src/kernel.py", "refs/heads/routes/ann-fast"), kFast);
   EXPECT_EQ((*repo->history(kKernel, 1, "refs/heads/routes/ann-fast"))[0].author.name, "bob");
+}
+
+// Users' batch jobs (jobs/batch_run.hpp): a real script in the real sandbox,
+// its submit directory the repository at HEAD as sbatch sends it (`git
+// archive HEAD` of a clone), the script beside it, its result a commit on
+// refs/jobs/<id>.
+class BatchWorkerTest : public WorkerTest {
+ protected:
+  // Queues `script` (as job.sbatch at the top of the submit directory) the way the server does.
+  store::BatchJob sbatch(const std::string& script, int time_s = 600) {
+    static int n = 0;
+    const std::string dir = root / ("submit-" + std::to_string(++n));
+    const std::string tarball = paths.uploads() + "/batch-" + std::to_string(n) + ".tar.gz";
+    std::filesystem::create_directories(dir);
+    EXPECT_EQ(store::testing::sh("git -C " + store::testing::quote(paths.repo()) + " archive HEAD | tar -x -C " +
+                                 store::testing::quote(dir)).rc, 0);
+    EXPECT_EQ(store::testing::sh("tar -czf " + store::testing::quote(tarball) + " -C " + store::testing::quote(dir) +
+                                 " .").rc, 0);
+    store::NewBatch b;
+    b.owner = "alice";
+    b.name = "job.sbatch";
+    b.script = "job.sbatch";
+    b.script_text = script;
+    b.partition = "main";
+    b.time_s = time_s;
+    b.cpus = 2;
+    b.memory_mb = 2048;
+    b.base_commit = head();
+    b.package_path = tarball;
+    b.sha256 = std::string(64, 'b');
+    auto made = state->create_batch(b);
+    EXPECT_TRUE(made) << (made ? "" : made.error().message);
+    return *made;
+  }
+  std::string show(const std::string& spec) {
+    return store::testing::git(paths.repo(), "show " + store::testing::quote(spec)).out;
+  }
+};
+
+TEST_F(BatchWorkerTest, TheScriptRunsInItsSubmitDirectoryAndWhatItLeavesIsOneCommitOnItsBase) {
+  const std::string base = head();
+  auto b = sbatch("#!/bin/bash\n#SBATCH --time=00:05:00\necho \"hello from job $SLURM_JOB_ID on $SLURM_CPUS_PER_TASK "
+                  "CPUs in $(pwd)\"\necho '# tuned by a batch job' >> cpu/softmax/tiny/src/kernel.py\n"
+                  "echo to-stderr >&2\nif getent hosts example.com >/dev/null 2>&1 || ping -c1 -W1 1.1.1.1 >/dev/null "
+                  "2>&1; then echo NETWORK; fi\n");
+  auto rep = run_one();
+  EXPECT_EQ(rep.outcome, store::Outcome::accepted) << (rep.reasons.empty() ? "" : rep.reasons[0]);
+  EXPECT_TRUE(rep.completed);
+  auto after = state->get_batch(b.job.id);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->end_state, "COMPLETED");
+  EXPECT_EQ(after->exit_code, 0);
+  EXPECT_EQ(after->job.state, store::State::accepted);
+  ASSERT_EQ(after->result_commit.size(), 40u);
+  EXPECT_EQ(head(), base) << "a batch job never moves main";
+  const std::string out_name = fmt::format("slurm-{}.out", b.job.id);
+  const std::string out = show(after->result_commit + ":" + out_name);
+  EXPECT_NE(out.find(fmt::format("hello from job {} on 2 CPUs in /kzoo/work", b.job.id)), std::string::npos) << out;
+  EXPECT_NE(out.find("to-stderr"), std::string::npos) << out;
+  EXPECT_EQ(out.find("NETWORK"), std::string::npos) << "the sandbox has no network";
+  // One commit on the base; exactly what the job changed and its output differ.
+  EXPECT_EQ(store::testing::git(paths.repo(), "rev-parse " + after->result_commit + "^").out, base + "\n");
+  EXPECT_EQ(store::testing::git(paths.repo(), "rev-parse refs/jobs/" + std::to_string(b.job.id)).out,
+            after->result_commit + "\n");
+  auto diff = store::testing::git(paths.repo(), "diff --name-only " + base + " " + after->result_commit).out;
+  EXPECT_EQ(diff, std::string("cpu/softmax/tiny/src/kernel.py\n") + out_name + "\n");
+  EXPECT_NE(show(after->result_commit + ":cpu/softmax/tiny/src/kernel.py").find("# tuned by a batch job"),
+            std::string::npos);
+  EXPECT_NE(store::testing::git(paths.repo(), "show -s --format=%B " + after->result_commit).out.find("COMPLETED"),
+            std::string::npos);
+}
+
+TEST_F(BatchWorkerTest, ATimeLimitEndsTheJobAsTimeoutWithSlurmsLine) {
+  auto b = sbatch("#!/bin/bash\necho started\nsleep 120\necho never\n", 2);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto rep = run_one();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_EQ(rep.outcome, store::Outcome::rejected);
+  auto after = state->get_batch(b.job.id);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->end_state, "TIMEOUT");
+  EXPECT_EQ(after->job.state, store::State::rejected);
+  const std::string out = show(after->result_commit + fmt::format(":slurm-{}.out", b.job.id));
+  EXPECT_NE(out.find("started"), std::string::npos) << out;
+  EXPECT_EQ(out.find("never"), std::string::npos) << out;
+  EXPECT_NE(out.find(fmt::format("*** JOB {} ON", b.job.id)), std::string::npos) << out;
+  EXPECT_NE(out.find("DUE TO TIME LIMIT ***"), std::string::npos) << out;
+}
+
+TEST_F(BatchWorkerTest, AFailingScriptIsFailedWithItsExitCode) {
+  auto b = sbatch("#!/bin/bash\necho about to fail\nexit 3\n");
+  auto rep = run_one();
+  EXPECT_EQ(rep.outcome, store::Outcome::rejected);
+  auto after = state->get_batch(b.job.id);
+  EXPECT_EQ(after->end_state, "FAILED");
+  EXPECT_EQ(after->exit_code, 3);
+}
+
+TEST_F(BatchWorkerTest, ScancelStopsARunningJobWithinSecondsAndRecordsNothing) {
+  auto b = sbatch("#!/bin/bash\necho started\nsleep 120\n");
+  std::optional<JobReport> rep;
+  std::thread worker([&] { rep = run_one(); });
+  for (int i = 0; i < 200 && state->get_batch(b.job.id)->job.state != store::State::running; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(state->cancel_batch(b.job.id, "scancel"));
+  worker.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  ASSERT_TRUE(rep);
+  EXPECT_FALSE(rep->completed);
+  EXPECT_FALSE(rep->retried) << "a stopped script is the store's cancel, not the runner's trouble";
+  auto after = state->get_batch(b.job.id);
+  EXPECT_EQ(after->end_state, "CANCELLED");
+  EXPECT_TRUE(after->result_commit.empty());
 }
 
 }  // namespace
