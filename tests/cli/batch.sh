@@ -204,5 +204,29 @@ for _ in $(seq 120); do
 done
 check "... then it runs to COMPLETED" "$([ "$state3" = COMPLETED ]; echo $?)"
 
+# ---------------------------------------------------------------- 7. a job never changes project files
+# The maintainer's own push to main may change the rules (docs/GIT.md); what a script left in a submit
+# directory may not, a maintainer's job included: its result is refused and main does not move.
+run_to "the maintainer clones" 0 "$CLONE" "$MAINT_TOKEN" "$T/maint"
+printf '#!/bin/bash
+sed -i "s/00:10:00/00:20:00/" scienceslack.json
+echo rules edited
+' >"$T/maint/rules.sbatch"
+run_to "the maintainer sbatches a script that edits scienceslack.json" 0 "$SL" "$MAINT_TOKEN" "$T/maint" sbatch rules.sbatch
+job4=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$T/out")
+main_before=$(git --git-dir "$D/kernel_data.git" rev-parse main)
+refused=""
+for _ in $(seq 120); do
+  curl -fsS -H "Authorization: Bearer $MAINT_TOKEN" "$KZOO_SERVER/api/batch/${job4:-0}" >"$T/b4.json" 2>/dev/null
+  refused=$(jget "$T/b4.json" '(d.get("review") or {}).get("refused", "")' 2>/dev/null)
+  [ -n "$refused" ] && break
+  sleep 0.5
+done
+check "its result is judged and refused: outside every kernel package" \
+  "$(grep -q "git.outside-package" <<<"$refused$(cat "$T/b4.json")"; echo $?)"
+check "... the job did edit the rules (the change is on refs/jobs/$job4)" \
+  "$(git --git-dir "$D/kernel_data.git" show "refs/jobs/${job4:-0}:scienceslack.json" | grep -q 00:20:00; echo $?)"
+check "... and main did not move" "$([ "$(git --git-dir "$D/kernel_data.git" rev-parse main)" = "$main_before" ]; echo $?)"
+
 echo "$CHECKS checks, $FAILS failed"
 [ "$FAILS" = 0 ]

@@ -571,7 +571,7 @@ Result<std::string> KernelRepo::record_job_evidence(const std::string& job_id,
 
 Result<std::string> KernelRepo::record_job_tree(const std::string& job_id, const package::PackageTree& tree,
                                                 const std::string& parent, const std::string& message) const {
-  auto ref_name = job_ref(job_id);
+  auto ref_name = job_evidence_ref(job_id);
   if (!ref_name) return tl::unexpected(ref_name.error());
   git::FileMap map;
   for (const auto& f : tree.files) {
