@@ -3,18 +3,20 @@
 # one data directory (kernel_data.git, uploads/) shared by two `kzoo serve`
 # (a, b), two workers (one direct, one through b's runner API), and the real
 # git client over smart HTTP. Everything below happens at once:
-#   - alice and bob, members, each push the softmax three times to their own
-#     route, alternating servers (the same kernel each time, so their grades
-#     and accepts race on the route);
+#   - alice and bob, members, push three times each to their own route,
+#     alternating servers: the softmax twice (the same kernel, so its grades
+#     and accepts race on the route) and the rmsnorm once (another kernel,
+#     whose accept may land on the route at the same time);
 #   - olga, an outsider, pushes through a (held); the maintainer releases her
 #     job through b;
-#   - bob opens a pull request to alice's route by refs/pulls; alice merges it
-#     through the other server;
-#   - the maintainer pushes a kernel to main (a submission, whose accept moves
-#     main) and, once accepts land, scienceslack.json to main through b (the
-#     project files: main moves at once, or "main has moved" and a rebase);
-#   - server a is killed -9 after it answered pushes, while another push to it
-#     is in flight; what was bound for it goes through b (and a restarts later).
+#   - bob opens a pull request to alice's route by refs/pulls through a;
+#     alice merges it through b;
+#   - the maintainer pushes a kernel to main through a (a submission, whose
+#     accept moves main) and, once accepts land, scienceslack.json to main
+#     through b (the project files: main moves at once, or "main has moved"
+#     and a rebase);
+#   - server a is killed -9 after it answered two pushes, while it receives a
+#     third; what was bound for it goes through b (and a restarts later).
 # Then: every push answered ok names its submission, every submission is final
 # and no job completed twice, each route is linear with one commit per accept
 # carrying its job's trailer, main holds the project files as pushed, every
