@@ -52,18 +52,6 @@ ALICE_TOKEN=$("$KZOO" token new alice --data "$D" 2>/dev/null)
 "$KZOO" serve --data "$D" --listen "127.0.0.1:$PORT" >"$T/serve.log" 2>&1 & SERVE_PID=$!
 for _ in $(seq 100); do curl -fsS "$KZOO_SERVER/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
 
-# rules DIR PYTHON MESSAGE: a commit off origin/main whose scienceslack.json is
-# changed by PYTHON (over d, the document, and b, its benchmark block).
-rules() {
-  (cd "$1" && git fetch -q origin && git checkout -q -f -B work origin/main && git clean -qfdx &&
-   "$PY" - "$2" <<'EOF' && git commit -qam "$3"
-import json, sys
-d = json.load(open("scienceslack.json")); b = d["benchmark"]
-exec(sys.argv[1])
-open("scienceslack.json", "w").write(json.dumps(d, indent=2) + "\n")
-EOF
-  )
-}
 # in_force WANT-DEFAULT-TIME WANT-RULES-COMMIT: the board the server reads now.
 in_force() {
   "$KZOO" board --json >"$T/board.json" 2>/dev/null &&

@@ -56,7 +56,7 @@ PG=$(pg_start "$T/pg") || { fail "PostgreSQL did not start"; exit 1; }
 ok "PostgreSQL 15 started on $T/pg"
 sql() { psql "$PG" -qtA -c "$1"; }
 G() { git --git-dir "$D/kernel_data.git" "$@"; }
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$LIB/servers.sh"
 PA=$(free_port) PB=$(free_port)
 A=http://127.0.0.1:$PA B=http://127.0.0.1:$PB
 unset KZOO_DATA KZOO_CONFIG KZOO_LISTEN KZOO_CATALOG KZOO_STATE KZOO_SERVER_ID
@@ -78,20 +78,8 @@ done
 "$KZOO" token new mia --runner scale-runner --data "$D" >"$T/runner.token" 2>>"$T/err"
 check "users and tokens went to PostgreSQL" "$([ "$(sql 'SELECT count(*) FROM tokens')" = $((TOKENS + 1)) ]; echo $?)"
 
-start_server() {  # start_server ID PORT LOG: prints the pid
-  "$KZOO" serve --data "$D" --server-id "$1" --listen "127.0.0.1:$2" --catalog "$T/kernel_data" >>"$T/$3" 2>&1 &
-  echo $!
-}
-wait_up() {  # wait_up URL PID
-  for _ in $(seq 150); do
-    curl -fs "$1/healthz" >/dev/null 2>&1 && return 0
-    kill -0 "$2" 2>/dev/null || return 1
-    sleep 0.2
-  done
-  return 1
-}
-A_PID=$(start_server a "$PA" a.log)
-B_PID=$(start_server b "$PB" b.log)
+A_PID=$(start_server a "$PA" a.log --catalog "$T/kernel_data")
+B_PID=$(start_server b "$PB" b.log --catalog "$T/kernel_data")
 check "server a is up on the shared data directory" "$(wait_up "$A" "$A_PID"; echo $?)"
 check "server b is up on the same data directory" "$(wait_up "$B" "$B_PID"; echo $?)"
 timeout 30 "$KZOO" serve --data "$D" --server-id a --listen 127.0.0.1:0 >"$T/dup.log" 2>&1
@@ -144,7 +132,7 @@ else
   fail "no worker held a job to kill"
 fi
 sleep 1
-A_PID=$(start_server a "$PA" a.log)
+A_PID=$(start_server a "$PA" a.log --catalog "$T/kernel_data")
 check "server a restarts on the shared directory" "$(wait_up "$A" "$A_PID"; echo $?)"
 wait "$CLIENT"
 check "the client finished" "$?"
