@@ -25,8 +25,8 @@ LOGS=${LOGS:-$(mktemp -d /tmp/kzoo-accept.XXXXXX)}; mkdir -p "$LOGS"
 PY=${KZOO_PYTHON:-/opt/torch/.venv/bin/python3}
 [ -x "$PY" ] || PY=$(command -v python3)
 [ -x .device/bin/kzoo ] || { echo "accept.sh: .device/bin/kzoo missing: run scripts/gpu/bundle.sh here and carry .device" >&2; exit 2; }
-mkdir -p /tmp/bw && dpkg -x .device/bubblewrap_*.deb /tmp/bw
-export KZOO_BWRAP=/tmp/bw/usr/bin/bwrap LD_LIBRARY_PATH=$PWD/.device/lib KZOO_PYTHON=$PY PYTHONUNBUFFERED=1
+. scripts/gpu/unbundle.sh
+export KZOO_PYTHON=$PY PYTHONUNBUFFERED=1
 K=$PWD/.device/bin/kzoo
 T="$LOGS/table.txt"; : > "$T"
 fails=0; rows=0

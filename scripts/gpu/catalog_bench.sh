@@ -49,10 +49,8 @@ fi
 ITER=${ITERATIONS:-30}
 SHAPES=${SHAPES:-0}
 TASKS=${TASKS:-$(ls catalog/tasks)}
-if ls .device/bubblewrap_*.deb >/dev/null 2>&1; then
-  mkdir -p /tmp/bw && dpkg -x .device/bubblewrap_*.deb /tmp/bw && export KZOO_BWRAP=/tmp/bw/usr/bin/bwrap
-fi
-export LD_LIBRARY_PATH=$PWD/.device/lib KZOO_PYTHON=$PY
+. scripts/gpu/unbundle.sh
+export KZOO_PYTHON=$PY
 # The compile part's two steps share the compiled and autotuned kernels through this cache.
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/kzoo-inductor}
 K=$PWD/.device/bin/kzoo

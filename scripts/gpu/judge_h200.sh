@@ -12,8 +12,8 @@
 set -u
 OUT=${OUT:-/tmp/kzoo-out}; mkdir -p "$OUT"
 PY=${KZOO_PYTHON:-/opt/torch/.venv/bin/python3}
-mkdir -p /tmp/bw && dpkg -x .device/bubblewrap_*.deb /tmp/bw
-export KZOO_BWRAP=/tmp/bw/usr/bin/bwrap LD_LIBRARY_PATH=$PWD/.device/lib KZOO_PYTHON=$PY
+. scripts/gpu/unbundle.sh
+export KZOO_PYTHON=$PY
 K=.device/bin/kzoo
 S="$OUT/summary.txt"
 JD=${JUDGE_DIR:-judge}
