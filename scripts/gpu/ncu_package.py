@@ -13,6 +13,11 @@ warm-up calls, then -- between cudaProfilerStart and Stop, so ncu sees nothing e
 marker kernel (torch.cuda._sleep, named spin_kernel) and the CALLS calls. ncu_sum.py splits
 the kernel list at the markers. The independent cross-check of the judge's median
 (scripts/gpu/fidelity.sh).
+
+With WARM_US=N in the environment, each profiled call is preceded, outside the profiled range,
+by N microseconds of a spin kernel: ncu's own work between kernels leaves the device idle and
+its SM clock low ("clocks as found", --clock-control none), which a compute-bound kernel then
+starts at, where the judge's calls start on a device its launch pad keeps busy.
 """
 import os
 import sys
@@ -30,18 +35,32 @@ def main():
     calls = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     task, name, _, fn = load(task_path, src_dir, 0)
     _, workload = task.workload(None)
+    warm_cycles = 0
+    if float(os.environ.get("WARM_US", "0")) > 0:  # cycles of torch.cuda._sleep per microsecond, measured
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        torch.cuda._sleep(4_000_000)
+        b.record()
+        b.synchronize()
+        warm_cycles = int(float(os.environ["WARM_US"]) * 4_000_000 / (a.elapsed_time(b) * 1e3))
     for index, shape in enumerate(workload["graded"]):
         dims = task.bind(workload, shape)
         sets = [inputs.make_inputs(task, dims, 1000 * (index + 1) + i, "cuda") for i in range(calls + 2)]
         for s in sets[:2]:
             fn(*s)
         torch.cuda.synchronize()
-        torch.cuda.cudart().cudaProfilerStart()
+        cudart = torch.cuda.cudart()
+        cudart.cudaProfilerStart()
         torch.cuda._sleep(1000)  # the marker: shape `index` starts here
         for s in sets[2:]:
+            if warm_cycles:
+                torch.cuda.synchronize()
+                cudart.cudaProfilerStop()
+                torch.cuda._sleep(warm_cycles)
+                cudart.cudaProfilerStart()
             fn(*s)
         torch.cuda.synchronize()
-        torch.cuda.cudart().cudaProfilerStop()
+        cudart.cudaProfilerStop()
         del sets
         torch.cuda.empty_cache()
         print("ncu_package: %s workload %s graded shape %d %s, %d calls" % (task.name, name, index, dims, calls),
