@@ -8,27 +8,34 @@ seed, the reference, the comparison, the timing -- is the judge's
 Logs go to stderr; stdout carries exactly one benchmark-output JSON document.
 """
 
+# The board's elementwise guardrail is atol 1e-2 + rtol 1e-2; this task declares atol 0.1 (the
+# rules' prose allows it where calibration proves 1e-2 impossible). Its outputs have a standard
+# deviation of 40-120 and each is a sum of K products whose magnitudes add up to 1e3-2e4; an
+# element near zero is a cancellation, and Hopper's fp8 tensor cores keep about 14 bits while
+# they accumulate: the catalog's solution, promoted to float32 every 32 products, was 0.0178
+# off at an element whose reference is 0.00045 (K=4097; H200, 2026-12-02). 0.1 is under a
+# thousandth of the outputs' spread, so a wrong scale or block still fails by orders of magnitude.
 KERNEL_ZOO_TEST_CASE_METAS = [
     {
         "test_case_id": "synthetic-0",
         "params": {"workload": "synthetic", "shape": {"M": 8192, "N": 8192, "K": 8192}},
         "primary_metric": "TFLOP/s",
         "metrics": [{"name": "TFLOP/s", "unit": "TFLOP/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0.01, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.1, "correctness_rtol": 0.01},
     },
     {
         "test_case_id": "synthetic-1",
         "params": {"workload": "synthetic", "shape": {"M": 4096, "N": 16384, "K": 8192}},
         "primary_metric": "TFLOP/s",
         "metrics": [{"name": "TFLOP/s", "unit": "TFLOP/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0.01, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.1, "correctness_rtol": 0.01},
     },
     {
         "test_case_id": "synthetic-2",
         "params": {"workload": "synthetic", "shape": {"M": 16384, "N": 8192, "K": 4096}},
         "primary_metric": "TFLOP/s",
         "metrics": [{"name": "TFLOP/s", "unit": "TFLOP/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0.01, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.1, "correctness_rtol": 0.01},
     },
 ]
 
