@@ -45,8 +45,9 @@ class Options:
         # side by side with the submission (ab.py). None: the submission alone.
         self.incumbent_src = raw.get("incumbent_src") or None
         # GPU: the device is kept busy this long before each timed call's start event
-        # (child.Harness._pad), so the host's launch overlaps it.
-        self.pad_us = float(raw.get("pad_us", 250.0))
+        # (child.Harness._pad), so the host's launch overlaps it and the SM clock is back up
+        # after the hand-over's idle time (docs/JUDGE.md, "The launch pad").
+        self.pad_us = float(raw.get("pad_us", 2000.0))
         # Log every timed call's figures (stream, tail, the judge's clock): a diagnostic.
         self.trace = bool(raw.get("trace", False))
         # The share of timed calls whose outputs are compared with the reference, chosen by the
