@@ -225,6 +225,7 @@ class Harness:
         offset, bad = int(opts.get("out_offset", 0)), None  # the judge's slot for this "go" (paced batches)
         flush = self.flush_buf is not None and opts.get("flush", True)
         pad_us = float(opts.get("pad_us", 0)) if cuda else 0.0
+        warm_us = float(opts.get("warm_us", 0)) if cuda else 0.0
         # A paced call started and ended through the doorbell (bell.py): one call per "go".
         ring = int(opts.get("bell", 0)) if self.bell is not None and len(self.sets) == 1 else 0
         if cuda:
@@ -242,6 +243,12 @@ class Harness:
             try:
                 if ring:
                     if cuda:
+                        # The warm-up: the device kept busy after the flush, so that the SM clock,
+                        # dropped during the hand-over, is back up when the call starts; waited
+                        # for here, with the flush, before the judge's clock starts. (Inside that
+                        # clock, as a longer pad, its clock-dependent length made the judge's
+                        # cross-check flag honest batches.)
+                        self._pad(warm_us)
                         self._device_sync()  # the flush is done before the judge's clock starts
                     if not self.bell.arm_and_wait(ring, float(opts.get("ring_timeout_s", 60))):
                         return ("error", "the judge did not ring the doorbell")

@@ -45,9 +45,12 @@ class Options:
         # side by side with the submission (ab.py). None: the submission alone.
         self.incumbent_src = raw.get("incumbent_src") or None
         # GPU: the device is kept busy this long before each timed call's start event
-        # (child.Harness._pad), so the host's launch overlaps it and the SM clock is back up
-        # after the hand-over's idle time (docs/JUDGE.md, "The launch pad").
-        self.pad_us = float(raw.get("pad_us", 2000.0))
+        # (child.Harness._pad), so the host's launch overlaps it (docs/JUDGE.md, "The launch pad").
+        self.pad_us = float(raw.get("pad_us", 250.0))
+        # GPU, paced calls: before that, outside the judge's clock, the device is kept busy
+        # this long after the L2 flush, so the SM clock is back up after the hand-over's idle
+        # time when the call starts (child.Harness.go; docs/JUDGE.md, "The warm-up").
+        self.warm_us = float(raw.get("warm_us", 2000.0))
         # Log every timed call's figures (stream, tail, the judge's clock): a diagnostic.
         self.trace = bool(raw.get("trace", False))
         # The share of timed calls whose outputs are compared with the reference, chosen by the
@@ -185,7 +188,7 @@ class Judge:
                          for s, sp in zip(self.task.output_shapes(dims), self.task.outputs)
                          if sp.name not in self.task.in_place]
             samples, tails = [], []
-            trivial = {"out_specs": out_specs, "flush": True, "pad_us": self.opt.pad_us}
+            trivial = {"out_specs": out_specs, "flush": True, "pad_us": self.opt.pad_us, "warm_us": self.opt.warm_us}
             out_slot = self._arena_bytes(dims, 1)[1]
             for _ in range(3):
                 for n in (2, 8):
@@ -400,7 +403,7 @@ class Judge:
         current call ran. The output slot of each call in `keep` (None: all) is copied into the
         judge's shadow the moment the call is over. Returns (sets, stream ns, tail ns, outputs,
         the judge's clock), per call."""
-        opts = opts or {"poison": 0, "flush": True, "pad_us": self.opt.pad_us}
+        opts = opts or {"poison": 0, "flush": True, "pad_us": self.opt.pad_us, "warm_us": self.opt.warm_us}
         sets, stream, tails, outs, wall = [], [], [], [], 0
         spin = self.spin_s
         cpu = self.device == "cpu"
