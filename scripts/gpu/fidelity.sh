@@ -11,7 +11,8 @@
 # Setup (here, on the Debian machine): bash scripts/build.sh && bash scripts/gpu/bundle.sh,
 # then on the device, with .device carried: bash scripts/gpu/fidelity.sh
 #   ONLY="softmax layernorm" limits it to those tasks; KINDS="eager solution" picks the kinds;
-#   NCU_CALLS (default 5); GRADE_TIMEOUT (default 150 s a package); BUDGET_S (default 520): no
+#   NCU_CALLS (default 5); JUDGE_OPTIONS (a JSON object for `kzoo grade --judge-options`, e.g.
+#   '{"trace": true}': every timed batch's figures in the grade logs); GRADE_TIMEOUT (default 150 s a package); BUDGET_S (default 520): no
 #   package is started once that much of the call has passed, so the table is always printed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -52,7 +53,7 @@ PYEOF
 
 grade() {  # grade NAME DIR -> $LOGS/grade_NAME.{json,err}
   timeout "${GRADE_TIMEOUT:-150}" "$K" grade "$2" --device cuda --json --catalog catalog --judge-dir judge \
-    --python "$PY" --timeout "$(( ${GRADE_TIMEOUT:-150} - 10 ))" -v > "$LOGS/grade_$1.json" 2> "$LOGS/grade_$1.err"
+    --python "$PY" --timeout "$(( ${GRADE_TIMEOUT:-150} - 10 ))" -v ${JUDGE_OPTIONS:+--judge-options "$JUDGE_OPTIONS"} > "$LOGS/grade_$1.json" 2> "$LOGS/grade_$1.err"
   echo "grade $1 rc=$? $(date +%s)" >> "$LOGS/progress.txt"
 }
 

@@ -24,11 +24,14 @@ tmp=$(mktemp -d)
 chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 
-# 1. The catalog's own baseline package is accepted, and --json prints one document.
-"$KZOO" "${G[@]}" "$pkg" --json --iterations 3 --timeout 900 >"$tmp/out.json" 2>"$tmp/err.txt"
+# 1. The catalog's own baseline package is accepted, and --json prints one document. With
+#    --judge-options '{"trace": true}' the judge logs every timed batch (a diagnostic).
+"$KZOO" "${G[@]}" "$pkg" --json --iterations 3 --timeout 900 -v --judge-options '{"trace": true}' \
+  >"$tmp/out.json" 2>"$tmp/err.txt"
 rc=$?
 check "baseline $id is accepted" 0 $rc
 [ $rc = 0 ] || tail -30 "$tmp/err.txt"
+grep -q "kzoo-judge: trace: batch of" "$tmp/err.txt" || { echo "FAIL --judge-options '{\"trace\": true}' logged no timed batch"; fails=$((fails + 1)); }
 /usr/bin/python3 - "$tmp/out.json" "$id" <<'PY' || { echo "FAIL the --json output is not one benchmark document"; fails=$((fails + 1)); }
 import json, sys
 doc = json.load(open(sys.argv[1]))
@@ -120,6 +123,9 @@ grep -q "compute capability 9.0 or more" "$tmp/out6.txt" || { echo "FAIL the ref
 check "a missing path is an error" 2 $?
 "$KZOO" "${G[@]}" "$pkg" --device tpu >/dev/null 2>&1
 check "an unknown device is a usage error" 2 $?
+"$KZOO" "${G[@]}" "$pkg" --judge-options '["trace"]' >"$tmp/out7.txt" 2>&1
+check "--judge-options that is not a JSON object is a usage error" 2 $?
+grep -q "one JSON object" "$tmp/out7.txt" || { echo "FAIL the refusal does not say what --judge-options takes"; cat "$tmp/out7.txt"; fails=$((fails + 1)); }
 
 [ $fails = 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all grade checks passed"

@@ -108,6 +108,7 @@ struct Args {
   int iterations = 0;
   double min_gain = -1, max_p = -1;
   std::vector<std::string> cases;
+  std::string judge_options;  // JSON object of KZOO_OPTIONS keys (diagnostics)
 };
 
 // A package directory (its kernel ID from --root, its .kernel_data root, or
@@ -202,6 +203,9 @@ const bool registered = kzoo::cli::register_command(
       sub.add_option("--iterations", a->iterations, "timed iterations per batch, instead of the rules' (the check "
                      "then would not count on the board)")->check(CLI::Range(1, 1000000));
       sub.add_option("--cases", a->cases, "grade only these test case IDs (comma-separated; KZOO_OPTIONS)")->delimiter(',');
+      sub.add_option("--judge-options", a->judge_options, "more KZOO_OPTIONS keys for the judge, as one JSON object "
+                     "(docs/JUDGE.md lists them), e.g. '{\"trace\": true}' to log every timed call's figures: a "
+                     "diagnostic; --cases and --iterations win over the same keys here");
       sub.add_flag("--keep-workdir", g.keep_workdir, "keep the workdir and print its path");
       sub.add_option("--python", g.python, "python interpreter inside the sandbox (default $KZOO_PYTHON or /usr/bin/python3)");
       sub.add_option("--judge-dir", g.judge_dir, "directory holding kzoo_judge/ (default $KZOO_JUDGE_DIR or the source tree's)");
@@ -215,6 +219,14 @@ const bool registered = kzoo::cli::register_command(
           return kzoo::cli::kExitError;
         };
         g.timeout = std::chrono::seconds(a->timeout_s);
+        if (!a->judge_options.empty()) {
+          auto opts = kzoo::format::parse_json(a->judge_options, "--judge-options");
+          if (!opts) return fail(kzoo::to_string(opts.error()) + " (pass one JSON object, e.g. '{\"trace\": true}')");
+          if (!opts->is_object())
+            return fail("--judge-options must be one JSON object of KZOO_OPTIONS keys (docs/JUDGE.md), e.g. "
+                        "'{\"trace\": true}'; got " + opts->dump());
+          g.judge_options = *opts;
+        }
         if (a->iterations > 0) g.iterations = a->iterations;
         if (!a->cases.empty()) {
           if (!g.judge_options.is_object()) g.judge_options = json::object();
