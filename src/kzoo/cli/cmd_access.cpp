@@ -24,7 +24,7 @@
 #include "kzoo/store/open_state.hpp"
 #include "kzoo/util/iso_time.hpp"
 
-namespace {
+namespace cmd_access {  // per command: a unity build joins commands (CMakeLists.txt)
 
 using kzoo::cli::kExitError;
 using kzoo::cli::kExitInvalid;

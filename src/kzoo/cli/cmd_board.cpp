@@ -14,7 +14,7 @@
 #include "kzoo/cli/text_args.hpp"
 #include "kzoo/server/client.hpp"
 
-namespace {
+namespace cmd_board {  // per command: a unity build joins commands (CMakeLists.txt)
 
 using namespace kzoo::server;
 using nlohmann::json;

@@ -13,7 +13,7 @@
 #include "kzoo/format/schema_docs.hpp"
 #include "kzoo/util/embedded.hpp"
 
-namespace {
+namespace cmd_docs {  // per command: a unity build joins commands (CMakeLists.txt)
 
 struct DocsOptions {
   std::string output;

@@ -16,7 +16,7 @@
 #include "kzoo/server/data_dir.hpp"
 #include "kzoo/store/open_state.hpp"
 
-namespace {
+namespace cmd_export {  // per command: a unity build joins commands (CMakeLists.txt)
 
 using nlohmann::json;
 

@@ -9,7 +9,7 @@
 #include "kzoo/cli/command.hpp"
 #include "kzoo/gitserve/proc_receive.hpp"
 
-namespace {
+namespace cmd_git_hook {  // per command: a unity build joins commands (CMakeLists.txt)
 
 const bool registered = kzoo::cli::register_command(
     "git-proc-receive", "", [](CLI::App& sub) -> kzoo::cli::Runner {

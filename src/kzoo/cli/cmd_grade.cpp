@@ -22,7 +22,7 @@
 #include "kzoo/package/tarball.hpp"
 #include "kzoo/worker/device_class.hpp"
 
-namespace {
+namespace cmd_grade {  // per command: a unity build joins commands (CMakeLists.txt)
 
 namespace fs = std::filesystem;
 using kzoo::runner::GradeOutcome;

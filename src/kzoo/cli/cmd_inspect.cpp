@@ -10,7 +10,7 @@
 #include "kzoo/cli/package_input.hpp"
 #include "kzoo/package/inspect.hpp"
 
-namespace {
+namespace cmd_inspect {  // per command: a unity build joins commands (CMakeLists.txt)
 
 struct Options {
   std::string path;

@@ -15,7 +15,7 @@
 #include "kzoo/cli/text_args.hpp"
 #include "kzoo/server/client.hpp"
 
-namespace {
+namespace cmd_issue {  // per command: a unity build joins commands (CMakeLists.txt)
 
 using kzoo::cli::kExitError;
 using kzoo::cli::kExitInvalid;

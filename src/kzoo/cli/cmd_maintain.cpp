@@ -18,7 +18,7 @@
 #include "kzoo/store/open_state.hpp"
 #include "kzoo/util/iso_time.hpp"
 
-namespace {
+namespace cmd_maintain {  // per command: a unity build joins commands (CMakeLists.txt)
 
 using nlohmann::json;
 

@@ -18,7 +18,7 @@
 #include "kzoo/package/inspect.hpp"
 #include "kzoo/package/tarball.hpp"
 
-namespace {
+namespace cmd_pack {  // per command: a unity build joins commands (CMakeLists.txt)
 
 namespace fs = std::filesystem;
 

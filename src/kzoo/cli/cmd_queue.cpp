@@ -11,7 +11,7 @@
 #include "kzoo/cli/text_args.hpp"
 #include "kzoo/server/client.hpp"
 
-namespace {
+namespace cmd_queue {  // per command: a unity build joins commands (CMakeLists.txt)
 
 using nlohmann::json;
 

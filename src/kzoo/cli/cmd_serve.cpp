@@ -14,7 +14,7 @@
 #include "kzoo/server/data_dir.hpp"
 #include "kzoo/server/service.hpp"
 
-namespace {
+namespace cmd_serve {  // per command: a unity build joins commands (CMakeLists.txt)
 
 using namespace kzoo::server;
 

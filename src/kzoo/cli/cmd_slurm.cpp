@@ -20,7 +20,7 @@
 #include "kzoo/slurm/dispatcher.hpp"
 #include "kzoo/store/open_state.hpp"
 
-namespace {
+namespace cmd_slurm {  // per command: a unity build joins commands (CMakeLists.txt)
 
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop = true; }

@@ -18,7 +18,7 @@
 #include "kzoo/server/client.hpp"
 #include "kzoo/store/state_db.hpp"
 
-namespace {
+namespace cmd_submit {  // per command: a unity build joins commands (CMakeLists.txt)
 
 namespace fs = std::filesystem;
 using namespace kzoo::server;

@@ -19,7 +19,7 @@
 #include "kzoo/task/skeleton.hpp"
 #include "kzoo/task/task.hpp"
 
-namespace {
+namespace cmd_task {  // per command: a unity build joins commands (CMakeLists.txt)
 
 using namespace kzoo;
 using namespace kzoo::cli;

@@ -19,7 +19,7 @@
 #include "kzoo/package/inspect.hpp"
 #include "kzoo/package/tarball.hpp"
 
-namespace {
+namespace cmd_validate {  // per command: a unity build joins commands (CMakeLists.txt)
 
 namespace fs = std::filesystem;
 using kzoo::Violations;

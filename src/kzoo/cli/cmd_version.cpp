@@ -10,7 +10,7 @@
 
 #include "kzoo/cli/command.hpp"
 
-namespace {
+namespace cmd_version {  // per command: a unity build joins commands (CMakeLists.txt)
 
 const bool registered = kzoo::cli::register_command(
     "version", "Print kzoo's version and the versions of the libraries it was built with",

@@ -21,7 +21,7 @@
 #include "kzoo/server/config.hpp"
 #include "kzoo/worker/worker.hpp"
 
-namespace {
+namespace cmd_worker {  // per command: a unity build joins commands (CMakeLists.txt)
 
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop = true; }

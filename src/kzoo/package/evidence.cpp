@@ -12,6 +12,7 @@
 // - .toml/.ini/.cfg: .toml is refused with the other metadata formats (the
 //   package's build lives in setup.py/CMakeLists.txt/Makefile under src/);
 //   setup.cfg-style .cfg/.ini files are treated as text and content-checked.
+#include "kzoo/util/ascii.hpp"
 #include "kzoo/package/evidence.hpp"
 
 #include <algorithm>
@@ -59,11 +60,6 @@ const char* const kFixBinary =
     "kernel packages hold authored UTF-8 text only; remove it (generate data in .kernel_package/build_test_env.py "
     "under the runner's workdir) or re-save the source as UTF-8";
 
-std::string lower(sv s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 sv basename_of(sv path) {
   std::size_t slash = path.rfind('/');
@@ -75,7 +71,7 @@ sv basename_of(sv path) {
 std::string extension_of(sv base) {
   std::size_t dot = base.rfind('.');
   if (dot == sv::npos || dot == 0) return {};
-  return lower(base.substr(dot + 1));
+  return util::ascii_lower(base.substr(dot + 1));
 }
 
 struct Category {
@@ -359,7 +355,7 @@ Violations scan_file_for_evidence(const PackageFile& file, const std::string& di
   };
   const sv path = file.path;
   const sv content = file.content;
-  const std::string base = lower(basename_of(path));
+  const std::string base = util::ascii_lower(basename_of(path));
   const std::string ext = extension_of(base);
   const bool authored_meta = is_authored_metadata(path);
 
@@ -369,7 +365,7 @@ Violations scan_file_for_evidence(const PackageFile& file, const std::string& di
     while (true) {
       std::size_t slash = path.find('/', start);
       if (slash == sv::npos) break;
-      std::string seg = lower(path.substr(start, slash - start));
+      std::string seg = util::ascii_lower(path.substr(start, slash - start));
       if (is_generated_dir(seg)) {
         add("evidence.name", "",
             "lies in \"" + std::string(path.substr(start, slash - start)) +

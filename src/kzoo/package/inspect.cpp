@@ -1,3 +1,4 @@
+#include "kzoo/util/ascii.hpp"
 #include "kzoo/package/inspect.hpp"
 
 #include <algorithm>
@@ -22,18 +23,13 @@ constexpr std::string_view kMetasName = "KERNEL_ZOO_TEST_CASE_METAS";
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Top-level files a package may carry beside .kernel_package/ and src/:
 // project documentation and the usual build entry points. Everything else at
 // the top level is refused, because only src/ is taken into the repository
 // on accept and a stray top-level directory is where evidence tends to hide.
 bool allowed_top_level_file(std::string_view name) {
-  std::string l = lower(name);
+  std::string l = util::ascii_lower(name);
   for (std::string_view doc : {"readme", "license", "licence", "copying", "notice", "authors", "changelog",
                                "contributing"}) {
     if (starts_with(l, doc)) return true;

@@ -55,10 +55,6 @@ std::string join(const std::string& parent, const std::string& name) {
   return parent.empty() ? name : parent + "/" + name;
 }
 
-std::size_t segment_count(std::string_view path) {
-  return path.empty() ? 0 : 1 + static_cast<std::size_t>(std::count(path.begin(), path.end(), '/'));
-}
-
 // Length of the valid UTF-8 sequence starting at s[i], or 0 if there is none
 // (overlong forms, surrogates and code points past U+10FFFF are invalid).
 std::size_t utf8_sequence(std::string_view s, std::size_t i) {
@@ -162,9 +158,9 @@ class DirReader {
               std::to_string(lim_.max_path_bytes) + "; shorten it");
       return;
     }
-    if (segment_count(rel) > lim_.max_depth) {
+    if (detail::segment_count(rel) > lim_.max_depth) {
       add(rel, "tree.too-deep",
-          "the path has " + std::to_string(segment_count(rel)) + " segments, over the limit of " +
+          "the path has " + std::to_string(detail::segment_count(rel)) + " segments, over the limit of " +
               std::to_string(lim_.max_depth) + "; flatten the directory layout");
       return;
     }
@@ -317,6 +313,10 @@ std::uint64_t PackageTree::total_bytes() const {
 }
 
 namespace detail {
+
+std::size_t segment_count(std::string_view path) {
+  return path.empty() ? 0 : 1 + static_cast<std::size_t>(std::count(path.begin(), path.end(), '/'));
+}
 
 std::string segment_problem(std::string_view segment) {
   for (std::size_t i = 0; i < segment.size();) {

@@ -77,6 +77,8 @@ Result<void> write_tree(const PackageTree& tree, const std::string& fresh_dir);
 
 // Name rules shared by the directory reader, the tarball reader and the packer.
 namespace detail {
+// How many '/'-separated segments `path` has (0 for "").
+std::size_t segment_count(std::string_view path);
 // Why `segment` (one path component, no '/') is not a portable name, or ""
 // when it is: invalid UTF-8, a control character or a backslash. "", "." and
 // ".." are the caller's to judge.

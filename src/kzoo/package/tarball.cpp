@@ -68,10 +68,6 @@ std::string sniff_not_gzip(std::string_view head, std::uint64_t total_size) {
   return "data that is not gzip (it starts with bytes " + hex_prefix(head) + ")";
 }
 
-std::size_t segment_count(std::string_view path) {
-  return path.empty() ? 0 : 1 + static_cast<std::size_t>(std::count(path.begin(), path.end(), '/'));
-}
-
 std::string parent_of(const std::string& p) {
   const std::size_t slash = p.rfind('/');
   return slash == std::string::npos ? "" : p.substr(0, slash);
@@ -279,7 +275,7 @@ class TarReader {
       keep = false;
     } else if (name.root) {
       keep = false;  // "./": the extraction directory itself
-    } else if (name.path.size() > lim_.max_path_bytes + 256 || segment_count(name.path) > lim_.max_depth + 16) {
+    } else if (name.path.size() > lim_.max_path_bytes + 256 || detail::segment_count(name.path) > lim_.max_depth + 16) {
       // Far past any kernel ID plus package path: refused now, so hostile
       // names cannot fill memory. Exact limits are checked once the kernel ID
       // is known.
@@ -369,9 +365,9 @@ class TarReader {
                 std::to_string(lim_.max_path_bytes) + "; shorten it");
         continue;
       }
-      if (segment_count(rel) > lim_.max_depth) {
+      if (detail::segment_count(rel) > lim_.max_depth) {
         add(e.shown, "tar.too-deep",
-            "the package path has " + std::to_string(segment_count(rel)) + " segments, over the limit of " +
+            "the package path has " + std::to_string(detail::segment_count(rel)) + " segments, over the limit of " +
                 std::to_string(lim_.max_depth) + "; flatten the directory layout");
         continue;
       }
@@ -380,7 +376,7 @@ class TarReader {
     for (const auto& d : dirs)
       if (d.rfind(prefix, 0) == 0) {
         std::string rel = d.substr(prefix.size());
-        if (rel.size() <= lim_.max_path_bytes && segment_count(rel) <= lim_.max_depth)
+        if (rel.size() <= lim_.max_path_bytes && detail::segment_count(rel) <= lim_.max_depth)
           out_.tree.dirs.push_back(std::move(rel));
       }
     std::sort(out_.tree.files.begin(), out_.tree.files.end(),

@@ -37,7 +37,7 @@ json comment_json(const store::IssueComment& c) {
   return {{"id", c.id}, {"who", c.who}, {"body", c.body}, {"at", iso8601(c.at)}};
 }
 
-void state_error(httplib::Response& res, const store::StateError& e) { send_state_error(res, e, "unknown_issue", "closed"); }
+void issue_state_error(httplib::Response& res, const store::StateError& e) { send_state_error(res, e, "unknown_issue", "closed"); }
 
 // The request's body as a JSON object of at most 64 KiB, or nullopt with `res` filled.
 std::optional<json> object_body(const httplib::Request& req, httplib::Response& res, const char* shape) {
@@ -132,7 +132,7 @@ void Api::get_issues(const httplib::Request& req, httplib::Response& res) {
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   auto is = (*lease)->list_issues(f);
-  if (!is) return state_error(res, is.error());
+  if (!is) return issue_state_error(res, is.error());
   json list = json::array();
   for (const auto& i : *is) list.push_back(issue_json(i));
   json doc{{"issues", list}};
@@ -151,9 +151,9 @@ void Api::get_issue(const httplib::Request& req, httplib::Response& res) {
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   auto i = (*lease)->get_issue(path_id(req));
-  if (!i) return state_error(res, i.error());
+  if (!i) return issue_state_error(res, i.error());
   auto cs = (*lease)->issue_comments(i->id);
-  if (!cs) return state_error(res, cs.error());
+  if (!cs) return issue_state_error(res, cs.error());
   json doc = issue_json(*i);
   doc["thread"] = json::array();
   for (const auto& c : *cs) doc["thread"].push_back(comment_json(c));
@@ -177,7 +177,7 @@ void Api::post_issue(const httplib::Request& req, httplib::Response& res) {
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   (*lease)->set_actor(c->actor());
   auto i = (*lease)->open_issue(*title, *text);
-  if (!i) return state_error(res, i.error());
+  if (!i) return issue_state_error(res, i.error());
   res.set_header("Location", fmt::format("/api/issues/{}", i->id));
   send_json(res, 201, issue_json(*i));
 }
@@ -194,7 +194,7 @@ void Api::post_issue_comment(const httplib::Request& req, httplib::Response& res
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   (*lease)->set_actor(c->actor());
   auto added = (*lease)->comment_issue(path_id(req), *text);
-  if (!added) return state_error(res, added.error());
+  if (!added) return issue_state_error(res, added.error());
   res.set_header("Location", fmt::format("/api/issues/{}", added->issue_id));
   send_json(res, 201, comment_json(*added));
 }
@@ -206,7 +206,7 @@ void Api::post_issue_close(const httplib::Request& req, httplib::Response& res) 
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   auto i = (*lease)->get_issue(path_id(req));
-  if (!i) return state_error(res, i.error());
+  if (!i) return issue_state_error(res, i.error());
   access::Context ctx;
   ctx.issue_author = i->author;
   auto d = access::authorize(c->who, access::Action::close_issue, ctx);
@@ -217,7 +217,7 @@ void Api::post_issue_close(const httplib::Request& req, httplib::Response& res) 
   if (!why) return;
   (*lease)->set_actor(c->actor());
   auto done = (*lease)->close_issue(i->id, *why);
-  if (!done) return state_error(res, done.error());
+  if (!done) return issue_state_error(res, done.error());
   send_json(res, 200, issue_json(*done));
 }
 

@@ -47,7 +47,7 @@ std::optional<std::string> owner_of(store::StateDb& db, const std::string& route
 }
 
 
-void state_error(httplib::Response& res, const store::StateError& e) { send_state_error(res, e, "unknown_pull", "decided"); }
+void pull_state_error(httplib::Response& res, const store::StateError& e) { send_state_error(res, e, "unknown_pull", "decided"); }
 
 }  // namespace
 
@@ -65,7 +65,7 @@ void Api::get_pulls(const httplib::Request& req, httplib::Response& res) {
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   auto ps = (*lease)->list_pulls(route, state, 1000);
-  if (!ps) return state_error(res, ps.error());
+  if (!ps) return pull_state_error(res, ps.error());
   json list = json::array();
   for (const auto& p : *ps) list.push_back(pull_json(p, owner_of(**lease, p.route)));
   send_json(res, 200, {{"pulls", list}});
@@ -76,9 +76,9 @@ void Api::get_pull(const httplib::Request& req, httplib::Response& res) {
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   auto p = (*lease)->get_pull(path_id(req));
-  if (!p) return state_error(res, p.error());
+  if (!p) return pull_state_error(res, p.error());
   auto cs = (*lease)->comments(p->submission_id);
-  if (!cs) return state_error(res, cs.error());
+  if (!cs) return pull_state_error(res, cs.error());
   json doc = pull_json(*p, owner_of(**lease, p->route));
   doc["comments"] = json::array();
   for (const auto& c : *cs) doc["comments"].push_back(comment_json(c));
@@ -97,7 +97,7 @@ void Api::post_pull_decision(const httplib::Request& req, httplib::Response& res
   auto lease = db.get();
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   auto p = (*lease)->get_pull(path_id(req));
-  if (!p) return state_error(res, p.error());
+  if (!p) return pull_state_error(res, p.error());
   // Into a route: its owner (and their agents) or a maintainer; into main: a maintainer.
   access::Context ctx;
   if (!p->route.empty()) ctx.route_owner = owner_of(**lease, p->route);
@@ -131,7 +131,7 @@ void Api::post_pull_decision(const httplib::Request& req, httplib::Response& res
   }
   (*lease)->set_actor(c->actor());
   auto done = (*lease)->decide_pull(p->submission_id, merge, then_admin, why);
-  if (!done) return state_error(res, done.error());
+  if (!done) return pull_state_error(res, done.error());
   json doc = pull_json(*done, ctx.route_owner);
   if (merge) {
     auto jobs = (*lease)->jobs_of(done->submission_id);
@@ -167,7 +167,7 @@ void Api::post_pull_comment(const httplib::Request& req, httplib::Response& res)
   if (!lease) return send_error(res, http_status(lease.error()), "database", lease.error().message);
   (*lease)->set_actor(c->actor());
   auto added = (*lease)->add_comment(path_id(req), *k, text.get<std::string>());
-  if (!added) return state_error(res, added.error());
+  if (!added) return pull_state_error(res, added.error());
   res.set_header("Location", fmt::format("/api/pulls/{}", added->submission_id));
   send_json(res, 201, comment_json(*added));
 }

@@ -18,7 +18,8 @@ namespace {
 
 using nlohmann::json;
 
-package::PackageTree src_of(const package::PackageTree& t) {
+// The files under src/ (what a route merge compares; directories do not matter).
+package::PackageTree src_files_of(const package::PackageTree& t) {
   package::PackageTree out;
   for (const auto& f : t.files)
     if (f.path.rfind("src/", 0) == 0) out.files.push_back(f);
@@ -106,7 +107,7 @@ void Api::post_route_merge(const httplib::Request& req, httplib::Response& res) 
     auto theirs = repo.read_package(k, *from_head);
     if (!theirs) return send_error(res, 500, "repository", theirs.error().message);
     auto ours = repo.read_package(k, *target_head);
-    if (ours && same_files(src_of(*ours), src_of(*theirs))) continue;
+    if (ours && same_files(src_files_of(*ours), src_files_of(*theirs))) continue;
     if (!ours) continue;  // a kernel the target does not have is not merged by submission: add it with git
     differing.emplace_back(k, std::move(*theirs));
   }

@@ -18,6 +18,9 @@
 
 namespace kzoo::store::git {
 
+// The kernel_data repository's one branch.
+inline constexpr const char* kMainRef = "refs/heads/main";
+
 template <class T, void (*Free)(T*)>
 struct Deleter {
   void operator()(T* p) const {

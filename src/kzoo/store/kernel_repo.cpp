@@ -19,7 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kMainRef = "refs/heads/main";
 
 Result<std::string> slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -162,7 +161,7 @@ Result<KernelRepo> KernelRepo::init_from_catalog(const std::string& catalog_kern
   git::Signature sig(sraw);
   std::string msg = fmt::format("Import the catalog's kernel_data ({} files)\n", files->size());
   git_oid commit;
-  if (int rc = git_commit_create(&commit, repo.get(), kMainRef, sig.get(), sig.get(), nullptr, msg.c_str(),
+  if (int rc = git_commit_create(&commit, repo.get(), git::kMainRef, sig.get(), sig.get(), nullptr, msg.c_str(),
                                  tree.get(), 0, nullptr);
       rc < 0)
     return git::fail_git("writing the first commit", rc);

@@ -20,7 +20,6 @@ namespace kzoo::store {
 
 namespace {
 
-constexpr const char* kMainRef = "refs/heads/main";
 constexpr std::string_view kSrcPrefix = "src/";
 constexpr std::string_view kHarnessPrefix = ".kernel_package/";
 constexpr std::string_view kNoEmail = "unknown@kzoo.invalid";
