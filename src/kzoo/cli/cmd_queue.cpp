@@ -39,13 +39,17 @@ std::string line(const json& j) {
                        text(j, "hold_reason") == "PullRequest" ? "its route's owner to merge it"
                                                                : "a maintainer to release it",
                        text(j, "hold_reason"));
-  if (state == "queued")
-    return fmt::format("queued #{:<2} {}  since {}{}{}", j["position"].is_number() ? j["position"].get<std::int64_t>() : 0,
+  if (state == "queued") {
+    const json& g = j.contains("requires_gpus") ? j["requires_gpus"] : json();
+    const std::int64_t gpus = g.is_number_integer() ? g.get<std::int64_t>() : 1;
+    return fmt::format("queued #{:<2} {}  since {}{}{}{}", j["position"].is_number() ? j["position"].get<std::int64_t>() : 0,
                        what, text(j, "created_at"),
                        text(j, "requires_compute_capability").empty()
                            ? ""
                            : ", needs compute capability " + text(j, "requires_compute_capability"),
+                       gpus > 1 ? fmt::format(", needs {} GPUs of one node", gpus) : "",
                        text(j, "passed_over").empty() ? "" : "; " + text(j, "passed_over"));
+  }
   return fmt::format("{:<9} {}  ended {}", state, what, text(j, "finished_at"));
 }
 

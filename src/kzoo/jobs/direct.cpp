@@ -33,8 +33,8 @@ class Direct final : public JobTransport {
     return db_->requeue_expired(db_->now());
   }
   store::StateResult<std::optional<store::Job>> claim(const std::string& worker_id, int lease_seconds,
-                                                      std::optional<int> compute_capability) override {
-    return db_->claim_job(worker_id, lease_seconds, compute_capability);
+                                                      const store::RunnerHas& has) override {
+    return db_->claim_job(worker_id, lease_seconds, has);
   }
   store::StateResult<store::Job> heartbeat(std::int64_t job_id, const std::string& worker_id, int lease) override {
     return db_->heartbeat(job_id, worker_id, lease);

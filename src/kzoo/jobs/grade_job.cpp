@@ -279,9 +279,7 @@ class Grading {
     dev.device = o_.device;
     // With --gpus a job's sandbox binds only those GPUs: that is what it sees.
     // With the node's pool, a job may take up to all of the node's GPUs.
-    dev.gpus = o_.gpu_pool        ? static_cast<int>(o_.gpu_pool->size())
-               : o_.gpus.empty() ? o_.gpu_count
-                                 : static_cast<int>(o_.gpus.size());
+    dev.gpus = o_.node_gpus();
     dev.gpu_name = o_.gpu_name;
     if (o_.compute_capability)
       dev.compute_capability = fmt::format("{}.{}", *o_.compute_capability / 10, *o_.compute_capability % 10);

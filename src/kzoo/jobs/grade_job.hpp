@@ -81,6 +81,12 @@ struct GradeJobOptions {
   // slots. Each job takes its task's environment.gpus of them (one by default)
   // before its sandbox starts, instead of `gpus`.
   std::shared_ptr<GpuPool> gpu_pool;
+  // The GPUs one job of this worker may take (cuda): the node's pool, else
+  // `gpus`, else every GPU the machine shows; 0 when none is known. The claim
+  // says it, so that a job needing more is left to a node that has them.
+  int node_gpus() const {
+    return gpu_pool ? static_cast<int>(gpu_pool->size()) : gpus.empty() ? gpu_count : static_cast<int>(gpus.size());
+  }
   verdict::Policy policy;
   std::size_t history_scan = 200;  // commits of the package searched for a job's trailer
   std::function<void(std::string_view)> log;  // one line per event

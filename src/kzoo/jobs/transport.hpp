@@ -90,10 +90,10 @@ class JobTransport {
   virtual std::string describe() const = 0;
   // Takes back expired leases (direct mode; the server does it in api mode).
   virtual store::StateResult<std::vector<store::Requeued>> requeue_expired() = 0;
-  // `compute_capability` (tenths, 90 = 9.0): a GPU runner's, so that it takes
-  // only jobs its device can run (JobQueue::claim_job); nullopt: a CPU runner.
+  // `has`: a GPU runner's compute capability and GPUs, so that it takes only
+  // jobs its node can run (JobQueue::claim_job); neither: a CPU runner.
   virtual store::StateResult<std::optional<store::Job>> claim(const std::string& worker_id, int lease_seconds,
-                                                              std::optional<int> compute_capability) = 0;
+                                                              const store::RunnerHas& has) = 0;
   virtual store::StateResult<store::Job> heartbeat(std::int64_t job_id, const std::string& worker_id,
                                                    int lease_seconds) = 0;
   virtual store::StateResult<store::Job> complete(std::int64_t job_id, const std::string& worker_id,

@@ -52,6 +52,14 @@ int required_capability(const json& task, const json& desc) {
   return need;
 }
 
+int required_gpus(const json& task) {
+  const json env = task.is_object() && task.contains("environment") && task["environment"].is_object()
+                       ? task["environment"]
+                       : json::object();
+  const json gpus = env.value("gpus", json(1));
+  return gpus.is_number_integer() ? std::max(gpus.get<int>(), 1) : 1;
+}
+
 Result<DeviceFacts> probe_device(const std::string& device) {
   DeviceFacts f;
   f.device = device;
@@ -98,7 +106,7 @@ EnvironmentCheck check_task_environment(const json& task, const std::string& fil
   const int gpus = env.value("gpus", json(1)).is_number_integer() ? env.value("gpus", json(1)).get<int>() : 1;
   const json cap_field = env.value("min_compute_capability", json("9.0"));
   const std::string min_cap = cap_field.is_string() ? cap_field.get<std::string>() : cap_field.dump();
-  out.gpus = std::max(gpus, 1);
+  out.gpus = required_gpus(task);
 
   if (offline != json(true))
     out.refusals.push_back(fmt::format(

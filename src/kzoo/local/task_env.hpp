@@ -44,6 +44,11 @@ std::optional<int> capability_tenths(const std::string& s);
 // neither is known. `task` and `desc` may be null.
 int required_capability(const nlohmann::json& task, const nlohmann::json& desc);
 
+// The GPUs of one node a task's jobs take: its environment.gpus, read as
+// check_task_environment reads it (1 when the task names none, is not known,
+// or names fewer than one: the judge runs on one GPU).
+int required_gpus(const nlohmann::json& task);
+
 // `task` is the task document; `file` names it in messages.
 EnvironmentCheck check_task_environment(const nlohmann::json& task, const std::string& file, const DeviceFacts& device);
 

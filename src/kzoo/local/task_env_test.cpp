@@ -124,5 +124,16 @@ TEST(RequiredCapability, AJobNeedsTheLargerOfTheTasksCapabilityAndThePackagesArc
   EXPECT_EQ(required_capability(nullptr, nullptr), 0) << "nothing known: any runner";
 }
 
+TEST(RequiredGpus, AJobTakesTheTasksGpusOfOneNodeAndOneWhenItNamesNone) {
+  EXPECT_EQ(required_gpus({{"environment", {{"gpus", 4}}}}), 4);
+  EXPECT_EQ(required_gpus({{"environment", {{"min_compute_capability", "9.0"}}}}), 1) << "the judge's one GPU";
+  EXPECT_EQ(required_gpus(nullptr), 1) << "a task the server cannot find";
+  EXPECT_EQ(required_gpus({{"environment", {{"gpus", 0}}}}), 1) << "as check_task_environment reads it";
+  EXPECT_EQ(required_gpus({{"environment", {{"gpus", "2"}}}}), 1) << "not an integer: as check_task_environment reads it";
+  const nlohmann::json task = {{"environment", {{"gpus", 2}}}};
+  EXPECT_EQ(check_task_environment(task, "task.json", DeviceFacts{}).gpus, required_gpus(task))
+      << "what the claim filters on is what the worker's own check takes";
+}
+
 }  // namespace
 }  // namespace kzoo::local

@@ -198,9 +198,10 @@ struct Api {
   gitserve::RefResult land_project_files(const Caller& caller, store::StateDb& db, const gitserve::PushCommand& c,
                                          const std::string& main_head, const std::vector<std::string>& files,
                                          std::vector<std::string>& messages);
-  // What `kernel_id`'s jobs need of a GPU runner, in tenths of a compute
-  // capability (submissions.cpp): desc.yaml on main and the catalog's task.
-  int required_capability_of(const std::string& kernel_id);
+  // What `kernel_id`'s jobs need of a GPU runner, its compute capability and
+  // the GPUs of its node (submissions.cpp): desc.yaml on main and the
+  // catalog's task.
+  store::JobNeeds needs_of(const std::string& kernel_id);
 
   // How an upload's body streams (upload_form.hpp): into the uploads
   // directory, under max_upload_bytes and upload_deadline_s, counted in the

@@ -112,7 +112,7 @@ void Api::post_baselines(const httplib::Request& req, httplib::Response& res) {
     auto s = (*lease)->create_submission(ns);
     if (!s) return send_error(res, http_status(s.error()), "database", s.error().message);
     if (auto c = kept->file.commit(kept->name); !c) return send_error(res, 500, "storage", c.error().message);
-    auto job = (*lease)->enqueue(s->id, cfg.max_attempts, false, required_capability_of(k));
+    auto job = (*lease)->enqueue(s->id, cfg.max_attempts, false, needs_of(k));
     if (!job) return send_error(res, http_status(job.error()), "database", job.error().message);
     out.push_back({{"id", s->id}, {"kernel_id", k}, {"job_id", job->id}, {"baseline_commit", *commit},
                    {"links", {{"self", fmt::format("/api/submissions/{}", s->id)}}}});

@@ -420,7 +420,7 @@ gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, co
       return refuse("storage: " + cm.error().message);
     }
     // What the kernel's jobs need of a GPU runner, as for an upload (submissions.cpp).
-    const int needs = required_capability_of(k);
+    const store::JobNeeds needs = needs_of(k);
     auto job = pull_request ? dbx.open_pull(s->id, cfg.max_attempts, needs) : dbx.enqueue(s->id, cfg.max_attempts, held, needs);
     if (!job) return refuse(job.error().message);
     ++made;

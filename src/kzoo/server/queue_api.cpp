@@ -10,8 +10,11 @@
 // typo (`?sate=queued`) never quietly lists everything.
 #include <charconv>
 #include <map>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kzoo/server/api.hpp"
 #include "kzoo/server/client.hpp"
@@ -138,6 +141,35 @@ std::optional<JobStateFilter> job_state_filter(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// Why a queued job still waits after GPU runners tried it, and what would
+// take it. The store records the last runner that left it with only what it
+// lacked, "<worker> (compute capability 8.0, 1 GPU) at <time>"; a worker id
+// has no spaces, so what it lacked is read back without ambiguity.
+std::string passed_over_text(const store::Job& j) {
+  const bool lacked_cc = j.passed_over.find(" (compute capability ") != std::string::npos;
+  const bool lacked_gpus = j.passed_over.find(" GPU) at ") != std::string::npos ||
+                           j.passed_over.find(" GPUs) at ") != std::string::npos;
+  const std::string cc = fmt::format("compute capability {}.{}", j.requires_cc / 10, j.requires_cc % 10);
+  const std::string gpus = fmt::format("{} GPU{} of one node", j.requires_gpus, j.requires_gpus == 1 ? "" : "s");
+  std::vector<std::string> lacks, fixes;
+  if (lacked_cc) {
+    lacks.push_back(cc);
+    fixes.push_back(fmt::format("a GPU of compute capability {}.{} or more", j.requires_cc / 10, j.requires_cc % 10));
+  }
+  if (lacked_gpus) {
+    lacks.push_back(gpus);
+    fixes.push_back(fmt::format("--gpus naming {} or more GPUs of one node (kzoo worker --device cuda --gpus 0,1,...)",
+                                j.requires_gpus));
+  }
+  if (lacks.empty()) return fmt::format("no runner that tried could take job {}: {}", j.id, j.passed_over);
+  return fmt::format("no runner that tried could take job {}: {} lacks {}; a runner with {} takes it", j.id,
+                     j.passed_over, fmt::join(lacks, " and "), fmt::join(fixes, " and "));
+}
+
+}  // namespace
+
 // A job as the queue's lists and a submission's document show it: queued and
 // `held` (waiting for a person, `hold_reason` says who), queued with a
 // `position` (waiting for a worker; 1 is next), running (on `worker`, since
@@ -165,11 +197,9 @@ nlohmann::json job_json(const store::Job& j, std::optional<std::int64_t> positio
           // runner that left it for lacking that: a job no runner can take says so.
           {"requires_compute_capability",
            j.requires_cc > 0 ? nlohmann::json(fmt::format("{}.{}", j.requires_cc / 10, j.requires_cc % 10)) : nlohmann::json()},
-          {"passed_over", j.state == store::State::queued && !j.passed_over.empty()
-                              ? nlohmann::json(fmt::format("no runner that tried could take it: {} lacks compute "
-                                                           "capability {}.{}",
-                                                           j.passed_over, j.requires_cc / 10, j.requires_cc % 10))
-                              : nlohmann::json()},
+          {"requires_gpus", j.requires_gpus},
+          {"passed_over", j.state == store::State::queued && !j.passed_over.empty() ? nlohmann::json(passed_over_text(j))
+                                                                                   : nlohmann::json()},
           {"links",
            {{"submission", fmt::format("/api/submissions/{}", j.submission_id)},
             {"log", fmt::format("/api/jobs/{}/log", j.id)}}}};

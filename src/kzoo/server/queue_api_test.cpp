@@ -237,6 +237,45 @@ TEST_F(QueueApiTest, AJobNoRunnerThatTriedCouldTakeSaysWhyItWaits) {
   EXPECT_EQ(json::parse(fits->body)["submission"]["id"], id);
 }
 
+TEST_F(QueueApiTest, AJobNeedingMoreGpusThanTheRunnersThatTriedHadSaysWhatWouldTakeIt) {
+  // The kernel's task asks for two GPUs of one node.
+  write_file(tmp_.path() / "tasks/softmax/task.json",
+             R"({"name": "softmax", "environment": {"min_compute_capability": "9.0", "gpus": 2}})");
+  const auto id = submit(member_);
+  httplib::Client c(svc_->url());
+  c.set_bearer_token_auth(runner_);
+  auto one = c.Post("/api/runner/claim", json{{"worker", "node-1"}, {"compute_capability", "9.0"}, {"gpus", 1}}.dump(),
+                    "application/json");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 204) << "a node of one GPU takes nothing that needs two: " << one->body;
+  auto q = get("/api/jobs?state=queued");
+  ASSERT_EQ(q.body["jobs"].size(), 1u) << q.text;
+  const json& j = q.body["jobs"][0];
+  EXPECT_EQ(j["requires_gpus"], 2);
+  EXPECT_EQ(j["requires_compute_capability"], "9.0");
+  const std::string why = j["passed_over"].is_string() ? j["passed_over"].get<std::string>() : "";
+  EXPECT_NE(why.find(fmt::format("job {}", j["id"].get<std::int64_t>())), std::string::npos) << j;
+  EXPECT_NE(why.find("/node-1 (1 GPU)"), std::string::npos) << "the runner and what it had: " << j;
+  EXPECT_NE(why.find("lacks 2 GPUs of one node"), std::string::npos) << j;
+  EXPECT_EQ(why.find("compute capability"), std::string::npos) << "its capability was enough: " << j;
+  EXPECT_NE(why.find("--gpus"), std::string::npos) << "the fix: " << j;
+  auto shown = get(fmt::format("/api/submissions/{}", id));
+  ASSERT_EQ(shown.status, 200) << shown.text;
+  EXPECT_EQ(shown.body["jobs"][0]["passed_over"], j["passed_over"]) << "the submission's page says it too";
+  for (const json& bad : {json(0), json(-2), json(1025), json(1.5), json("2")}) {
+    auto refused = c.Post("/api/runner/claim", json{{"worker", "x"}, {"gpus", bad}}.dump(), "application/json");
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 400) << bad;
+    EXPECT_EQ(json::parse(refused->body)["error"]["field"], "gpus") << bad;
+  }
+  EXPECT_EQ(get("/api/jobs?state=queued").body["jobs"].size(), 1u) << "a refused claim takes nothing";
+  auto two = c.Post("/api/runner/claim", json{{"worker", "node-2"}, {"compute_capability", "9.0"}, {"gpus", 2}}.dump(),
+                    "application/json");
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two->status, 200) << two->body;
+  EXPECT_EQ(json::parse(two->body)["submission"]["id"], id);
+}
+
 TEST_F(QueueApiTest, TheListsArePublicReadsUnlessTheServerRequiresATokenForReads) {
   submit(member_);
   for (const char* path : {"/api/submissions", "/api/jobs"}) EXPECT_EQ(get(path).status, 200) << path;

@@ -140,7 +140,7 @@ void Api::post_route_merge(const httplib::Request& req, httplib::Response& res) 
       (void)(*lease)->reject(s->id, {"the server could not store the package: " + c.error().message}, nullptr);
       return send_error(res, 500, "storage", c.error().message);
     }
-    const int needs = required_capability_of(k);
+    const store::JobNeeds needs = needs_of(k);
     auto job = pull_request ? (*lease)->open_pull(s->id, cfg.max_attempts, needs)
                             : (*lease)->enqueue(s->id, cfg.max_attempts, held, needs);
     if (!job) return send_error(res, http_status(job.error()), "database", job.error().message);

@@ -134,20 +134,32 @@ void Api::runner_claim(const httplib::Request& req, httplib::Response& res) {
   RUNNER_GATE(false);
   auto seconds = lease_of(call->body, res);
   if (!seconds) return;
-  // A GPU runner says its compute capability ("9.0") and takes only the jobs its device can run.
-  std::optional<int> cc;
+  // A GPU runner says its compute capability ("9.0") and the GPUs of its
+  // node, and takes only the jobs its node can run.
+  store::RunnerHas has;
   if (call->body.contains("compute_capability")) {
     const json& c = call->body["compute_capability"];
-    cc = c.is_string() ? local::capability_tenths(c.get<std::string>()) : std::nullopt;
-    if (!cc)
+    has.compute_capability = c.is_string() ? local::capability_tenths(c.get<std::string>()) : std::nullopt;
+    if (!has.compute_capability)
       return send_error(res, 400, "invalid_field",
                         fmt::format("compute_capability {} is not MAJOR.MINOR (\"9.0\"): give the GPU's, as "
                                     "nvidia-smi --query-gpu=compute_cap reports it, or leave it out for a CPU runner",
                                     c.dump().substr(0, 64)),
                         "compute_capability");
   }
+  if (call->body.contains("gpus")) {
+    const json& g = call->body["gpus"];
+    if (!g.is_number_integer() || g.get<std::int64_t>() < 1 || g.get<std::int64_t>() > store::kMaxNodeGpus)
+      return send_error(res, 400, "invalid_field",
+                        fmt::format("gpus {} is not a count of GPUs from 1 to {}: give how many GPUs of its node "
+                                    "one job may take (kzoo worker --gpus 0,1,2,3 has 4), or leave it out for a CPU "
+                                    "runner",
+                                    g.dump().substr(0, 64), store::kMaxNodeGpus),
+                        "gpus");
+    has.gpus = static_cast<int>(g.get<std::int64_t>());
+  }
   (void)(*lease)->requeue_expired((*lease)->now());  // a runner that vanished gives its jobs back here
-  auto j = (*lease)->claim_job(call->owner, *seconds, cc);
+  auto j = (*lease)->claim_job(call->owner, *seconds, has);
   if (!j) return state_refusal(res, j.error());
   if (!*j) {
     res.status = 204;

@@ -249,7 +249,7 @@ void Api::post_submission(const httplib::Request& req, httplib::Response& res, c
   }
   // A pull request waits for the route's owner (then, from outside the
   // project, for a maintainer too); an outsider's own job for a maintainer.
-  const int needs = required_capability_of(kernel_id);
+  const store::JobNeeds needs = needs_of(kernel_id);
   auto job = pull_request ? dbx->open_pull(s->id, cfg.max_attempts, needs) : dbx->enqueue(s->id, cfg.max_attempts, held, needs);
   if (!job) return refuse({http_status(job.error()), "database", job.error().message});
   metrics.count_submission(job->held ? "held" : "queued");
@@ -305,12 +305,13 @@ Result<int> Api::recover() {
   return n;
 }
 
-// What a kernel's jobs need of a GPU runner (local::required_capability), read
-// from the trusted side: the package's desc.yaml on main (min_arch_feature)
-// and its task in the catalog's tasks/ beside the kernel_data root the server
-// serves (environment.min_compute_capability). 0 when neither can be read: any
-// runner may take it, and the worker's own check of the task still applies.
-int Api::required_capability_of(const std::string& kernel_id) {
+// What a kernel's jobs need of a GPU runner (local::required_capability,
+// local::required_gpus), read from the trusted side: the package's desc.yaml
+// on main (min_arch_feature) and its task in the catalog's tasks/ beside the
+// kernel_data root the server serves (environment.min_compute_capability,
+// environment.gpus). Capability 0 and one GPU when neither can be read: any
+// GPU runner may take it, and the worker's own check of the task still applies.
+store::JobNeeds Api::needs_of(const std::string& kernel_id) {
   const std::string& catalog = cfg.catalog;
   nlohmann::json desc, task;
   if (auto text = repo.read_file(kernel_id + "/.kernel_package/desc.yaml"); text)
@@ -326,7 +327,7 @@ int Api::required_capability_of(const std::string& kernel_id) {
         if (!t.is_discarded()) task = t;
         break;
       }
-  return local::required_capability(task, desc);
+  return {.compute_capability = local::required_capability(task, desc), .gpus = local::required_gpus(task)};
 }
 
 }  // namespace kzoo::server

@@ -73,6 +73,28 @@ TEST_P(BatchTest, ABatchJobIsAJobOfTheOneQueueAndItsIdNeverNamesAGradedJob) {
   EXPECT_REFUSED(db->complete(b.job.id, "w1", accepted()), invalid);
 }
 
+// Its --gres GPUs are what it needs of a runner's node, as a graded job's
+// task's are: a node with fewer leaves it and says so; one asking none is any
+// runner's.
+TEST_P(BatchTest, ABatchJobWaitsForANodeWithTheGpusItAskedFor) {
+  NewBatch four = batch();
+  four.gpus = 4;
+  BatchJob b = make(four);
+  EXPECT_EQ(b.job.requires_gpus, 4);
+  NewBatch none = batch();
+  none.gpus = 0;
+  BatchJob cpu_only = make(none);
+  EXPECT_EQ(cpu_only.job.requires_gpus, 0);
+  auto small = db->claim_job("node-1/gpu0", 60, {.compute_capability = 90, .gpus = 1});
+  ASSERT_TRUE(small && *small) << (small ? "nothing claimed" : small.error().message);
+  EXPECT_EQ((*small)->id, cpu_only.job.id);
+  EXPECT_EQ(db->get_job(b.job.id)->passed_over.rfind("node-1/gpu0 (1 GPU) at ", 0), 0u)
+      << db->get_job(b.job.id)->passed_over;
+  auto big = db->claim_job("node-4/gpu0", 60, {.compute_capability = 90, .gpus = 4});
+  ASSERT_TRUE(big && *big);
+  EXPECT_EQ((*big)->id, b.job.id);
+}
+
 TEST_P(BatchTest, HowTheScriptEndedSetsTheJobsStateAndOnlyTheHolderEndsIt) {
   BatchJob b = make(batch());
   ASSERT_TRUE(db->claim_job("w1", 60));
@@ -226,7 +248,7 @@ TEST_P(BatchTest, Migration9KeepsEveryJobAndItsIdsAndNeverReusesOne) {
   auto opened = try_open(at);
   ASSERT_TRUE(opened) << opened.error().message;
   auto& d = **opened;
-  EXPECT_EQ(d.schema_version(), 9);
+  EXPECT_EQ(d.schema_version(), migrations().back().version);
   for (int id = 1; id <= 3; ++id) {
     auto j = d.get_job(id);
     ASSERT_TRUE(j) << j.error().message;

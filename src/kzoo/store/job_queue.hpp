@@ -35,14 +35,15 @@ class JobQueue {
   virtual ~JobQueue() = default;
 
   // The oldest queued job that is not held, now running under `worker_id`
-  // until now + lease. nullopt when nothing is queued. A GPU runner gives its
-  // `compute_capability` (tenths: 90 = 9.0): it takes only jobs that require
-  // no more, and the jobs it leaves for that reason record it in
-  // `passed_over`, so that a job no runner can take says why it waits.
-  // Without one (a CPU runner, which checks correctness but measures no GPU
-  // figure) every job may be taken.
+  // until now + lease. nullopt when nothing is queued. A GPU runner says what
+  // it `has`: its compute capability (tenths: 90 = 9.0) and the GPUs of its
+  // node. It takes only jobs that need no more of either, and the jobs it
+  // leaves for that reason record it in `passed_over` with what it lacked, so
+  // that a job no runner can take says why it waits. What it does not say
+  // (a CPU runner, which checks correctness but measures no GPU figure, says
+  // neither) filters nothing.
   virtual StateResult<std::optional<Job>> claim_job(const std::string& worker_id, int lease_seconds,
-                                                    std::optional<int> compute_capability = std::nullopt) = 0;
+                                                    const RunnerHas& has = {}) = 0;
   // Extends the lease to now + lease_seconds; only for the holder of a running job.
   virtual StateResult<Job> heartbeat(std::int64_t job_id, const std::string& worker_id, int lease_seconds) = 0;
   // running → outcome, for the job and its submission; only for the holder.

@@ -281,27 +281,80 @@ TEST_P(JobQueueTest, AQueueListingOutOfRangeIsRefusedAndNamesTheRange) {
 }
 
 TEST_P(JobQueueTest, AGpuRunnerTakesOnlyJobsItsDeviceCanRunAndTheJobsItLeavesSaySo) {
-  auto hopper = *db->enqueue(submit().id, 3, false, 90);
-  auto ampere = *db->enqueue(submit().id, 3, false, 80);
+  auto hopper = *db->enqueue(submit().id, 3, false, {.compute_capability = 90});
+  auto ampere = *db->enqueue(submit().id, 3, false, {.compute_capability = 80});
   EXPECT_EQ(hopper.requires_cc, 90);
-  auto old = db->claim_job("a100-1", 60, 80);
+  auto old = db->claim_job("a100-1", 60, {.compute_capability = 80});
   ASSERT_TRUE(old && *old) << (old ? "nothing claimed" : old.error().message);
   EXPECT_EQ((*old)->id, ampere.id) << "the older job needs 9.0: an 8.0 device leaves it";
   auto left = db->get_job(hopper.id);
   EXPECT_EQ(left->state, State::queued);
   EXPECT_EQ(left->passed_over.rfind("a100-1 (compute capability 8.0) at ", 0), 0u) << left->passed_over;
-  auto none = db->claim_job("a100-1", 60, 80);
+  auto none = db->claim_job("a100-1", 60, {.compute_capability = 80});
   ASSERT_TRUE(none);
   EXPECT_FALSE(*none) << "nothing else it can run";
-  auto h = db->claim_job("h200-1", 60, 90);
+  auto h = db->claim_job("h200-1", 60, {.compute_capability = 90});
   ASSERT_TRUE(h && *h);
   EXPECT_EQ((*h)->id, hopper.id);
-  auto cpu_job = *db->enqueue(submit().id, 3, false, 90);
+  auto cpu_job = *db->enqueue(submit().id, 3, false, {.compute_capability = 90});
   auto cpu = db->claim_job("cpu-1", 60);
   ASSERT_TRUE(cpu && *cpu);
   EXPECT_EQ((*cpu)->id, cpu_job.id) << "a CPU runner (no capability given) checks any task on the CPU";
-  EXPECT_REFUSED(db->claim_job("x", 60, 0), invalid);
-  EXPECT_REFUSED(db->enqueue(submit().id, 3, false, -1), invalid);
+  EXPECT_REFUSED(db->claim_job("x", 60, {.compute_capability = 0}), invalid);
+  EXPECT_REFUSED(db->enqueue(submit().id, 3, false, {.compute_capability = -1}), invalid);
+}
+
+TEST_P(JobQueueTest, ARunnerTakesOnlyJobsItsNodeHasTheGpusForAndTheJobsItLeavesSaySo) {
+  auto four = *db->enqueue(submit().id, 3, false, {.compute_capability = 90, .gpus = 4});
+  auto one = *db->enqueue(submit().id, 3, false, {.compute_capability = 90});
+  EXPECT_EQ(four.requires_gpus, 4);
+  EXPECT_EQ(one.requires_gpus, 1) << "a task that names no GPUs takes one, the judge's";
+  auto small = db->claim_job("node-2/gpu0", 60, {.compute_capability = 90, .gpus = 2});
+  ASSERT_TRUE(small && *small) << (small ? "nothing claimed" : small.error().message);
+  EXPECT_EQ((*small)->id, one.id) << "the older job needs 4 GPUs of one node: a node of 2 leaves it";
+  auto left = db->get_job(four.id);
+  EXPECT_EQ(left->state, State::queued);
+  EXPECT_EQ(left->passed_over.rfind("node-2/gpu0 (2 GPUs) at ", 0), 0u)
+      << "it names the runner and only what it lacked: " << left->passed_over;
+  auto none = db->claim_job("node-2/gpu1", 60, {.compute_capability = 90, .gpus = 2});
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none) << "nothing else a node of 2 can run";
+  auto big = db->claim_job("node-8/gpu0", 60, {.compute_capability = 90, .gpus = 8});
+  ASSERT_TRUE(big && *big);
+  EXPECT_EQ((*big)->id, four.id) << "a node of 8 has the 4 it needs";
+  auto cpu_job = *db->enqueue(submit().id, 3, false, {.compute_capability = 90, .gpus = 4});
+  auto cpu = db->claim_job("cpu-1", 60);
+  ASSERT_TRUE(cpu && *cpu);
+  EXPECT_EQ((*cpu)->id, cpu_job.id) << "a CPU runner (no GPUs given) checks any task on the CPU";
+}
+
+TEST_P(JobQueueTest, AJobPassedOverRecordsOnlyWhatTheLastRunnerThatLeftItLacked) {
+  auto job = *db->enqueue(submit().id, 3, false, {.compute_capability = 90, .gpus = 2});
+  ASSERT_TRUE(db->claim_job("a100-1", 60, {.compute_capability = 80, .gpus = 1}));
+  EXPECT_EQ(db->get_job(job.id)->passed_over.rfind("a100-1 (compute capability 8.0, 1 GPU) at ", 0), 0u)
+      << db->get_job(job.id)->passed_over;
+  ASSERT_TRUE(db->claim_job("h200-1", 60, {.compute_capability = 90, .gpus = 1}));
+  EXPECT_EQ(db->get_job(job.id)->passed_over.rfind("h200-1 (1 GPU) at ", 0), 0u)
+      << "its capability was enough: " << db->get_job(job.id)->passed_over;
+  ASSERT_TRUE(db->claim_job("a100-8", 60, {.compute_capability = 80, .gpus = 8}));
+  EXPECT_EQ(db->get_job(job.id)->passed_over.rfind("a100-8 (compute capability 8.0) at ", 0), 0u)
+      << "its GPUs were enough: " << db->get_job(job.id)->passed_over;
+  auto fits = db->claim_job("h200-2", 60, {.compute_capability = 90, .gpus = 2});
+  ASSERT_TRUE(fits && *fits);
+  EXPECT_EQ((*fits)->id, job.id);
+}
+
+TEST_P(JobQueueTest, GpuCountsOutOfRangeAreRefusedAndNameTheRange) {
+  for (int bad : {0, -1, kMaxNodeGpus + 1}) {
+    auto c = db->claim_job("x", 60, {.gpus = bad});
+    ASSERT_FALSE(c) << bad;
+    EXPECT_EQ(c.error().kind, StateError::invalid);
+    EXPECT_NE(c.error().message.find("1 to 1024"), std::string::npos) << c.error().message;
+    auto e = db->enqueue(submit().id, 3, false, {.gpus = bad});
+    ASSERT_FALSE(e) << bad;
+    EXPECT_EQ(e.error().kind, StateError::invalid);
+    EXPECT_NE(e.error().message.find("environment.gpus"), std::string::npos) << e.error().message;
+  }
 }
 
 TEST_P(JobQueueTest, TwoConnectionsClaimingAThousandJobsNeverShareOne) {

@@ -74,6 +74,46 @@ TEST_P(MigrationsTest, AFailingMigrationRollsBackEntirely) {
   EXPECT_EQ(*sql::migrate(*c, fixed), 2);
 }
 
+// Migration 10 records the GPUs of one node each job needs. A version-9
+// database's graded jobs need one, so any GPU runner takes them as before; a
+// batch job needs the GPUs it asked for; and the claim filters on both.
+TEST_P(MigrationsTest, Migration10GivesGradedJobsOneGpuAndBatchJobsTheirOwn) {
+  const std::string at = fresh_database();
+  auto conn = raw_at(at);
+  ASSERT_TRUE(conn);
+  auto old = sql::migrate(*conn, migrations().first(9));
+  ASSERT_TRUE(old) << old.error().message;
+  ASSERT_EQ(*old, 9);
+  conn->exec("INSERT INTO submissions(kernel_id, submitter_id, package_path, sha256, created_at, updated_at, state) "
+             "VALUES ('cuda/softmax', 'ann', '/u/x', $1, 1, 1, 'queued')",
+             {std::string(64, 'a')});
+  conn->exec("INSERT INTO jobs(submission_id, state, max_attempts, created_at, requires_cc) "
+             "VALUES (1, 'queued', 3, 1, 90)");
+  conn->exec("INSERT INTO jobs(submission_id, state, max_attempts, created_at, kind) VALUES (NULL, 'queued', 3, 2, 'batch')");
+  conn->exec("INSERT INTO batch_jobs(job_id, owner, name, script, script_text, partition_name, time_s, cpus, memory_mb, "
+             "gpus, base_commit, package_path, sha256) VALUES (2, 'ann', 'job.sbatch', 'job.sbatch', 'echo hi', 'main', "
+             "60, 1, 1024, 4, $1, '/u/b', $2)",
+             {std::string(40, 'b'), std::string(64, 'c')});
+  conn.reset();
+  auto opened = try_open(at);
+  ASSERT_TRUE(opened) << opened.error().message;
+  auto& d = **opened;
+  EXPECT_EQ(d.schema_version(), 10);
+  auto graded = d.get_job(1);
+  ASSERT_TRUE(graded) << graded.error().message;
+  EXPECT_EQ(graded->requires_gpus, 1);
+  EXPECT_EQ(graded->requires_cc, 90) << "what migration 8 recorded stays";
+  auto batch = d.get_job(2);
+  ASSERT_TRUE(batch) << batch.error().message;
+  EXPECT_EQ(batch->requires_gpus, 4);
+  auto claimed = d.claim_job("node-2/gpu0", 60, {.compute_capability = 90, .gpus = 2});
+  ASSERT_TRUE(claimed && *claimed) << (claimed ? "nothing claimed" : claimed.error().message);
+  EXPECT_EQ((*claimed)->id, 1);
+  EXPECT_EQ(d.get_job(2)->passed_over.rfind("node-2/gpu0 (2 GPUs) at ", 0), 0u) << d.get_job(2)->passed_over;
+  EXPECT_ANY_THROW(raw_at(at)->exec("UPDATE jobs SET requires_gpus = -1 WHERE id = 2"))
+      << "the schema holds a job's GPUs to zero or more";
+}
+
 TEST_P(MigrationsTest, ConcurrentFirstOpensApplyEachMigrationOnce) {
   const std::string at = fresh_database();
   std::vector<std::thread> threads;

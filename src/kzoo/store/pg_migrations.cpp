@@ -224,6 +224,14 @@ CREATE INDEX batch_jobs_by_owner ON batch_jobs(owner, job_id);
 CREATE INDEX batch_jobs_by_token ON batch_jobs(token_id, job_id);
 CREATE INDEX batch_jobs_unjudged ON batch_jobs(job_id) WHERE judged = 0 AND result_commit <> '';
 )SQL"},
+    {10, "the GPUs of one node a job needs (the task's environment.gpus, 1 when it names none; a batch job's "
+         "--gres), so that a runner with fewer leaves it", R"SQL(
+ALTER TABLE jobs ADD COLUMN requires_gpus INTEGER NOT NULL DEFAULT 1 CHECK (requires_gpus >= 0);
+-- A batch job named its GPUs when it was submitted. A graded job queued
+-- before this recorded nothing of its task's: 1 lets any GPU runner take it,
+-- as before, and the worker's own check of the task still applies.
+UPDATE jobs SET requires_gpus = (SELECT b.gpus FROM batch_jobs b WHERE b.job_id = jobs.id) WHERE kind = 'batch';
+)SQL"},
 };
 
 }  // namespace

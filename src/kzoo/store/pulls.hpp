@@ -58,8 +58,8 @@ class PullStore {
 
   // Queues received submission `submission_id` as a pull request to its route
   // (none: main): its job held (kHeldPullRequest) until decide_pull, and for
-  // GPU runners of compute capability `requires_cc` or more (tenths; 0: any).
-  virtual StateResult<Job> open_pull(std::int64_t submission_id, int max_attempts = 3, int requires_cc = 0) = 0;
+  // GPU runners that have what it `needs`.
+  virtual StateResult<Job> open_pull(std::int64_t submission_id, int max_attempts = 3, JobNeeds needs = {}) = 0;
   // merge: the job becomes claimable, or, when `then_admin` (an outsider's
   // pull request merged by someone who cannot release their jobs), waits on
   // for a maintainer as kHeldAdmin. close: the submission is cancelled with

@@ -111,9 +111,11 @@ StateResult<BatchJob> SqlBatches::create_batch(const NewBatch& b) {
                              b.token_id, u.active_jobs, *b.max_concurrent));
       }
       const std::string hold = b.held ? std::string(kHeldAdmin) : "";
-      auto rows = c_.db().query("INSERT INTO jobs(submission_id, state, max_attempts, created_at, held, hold_reason, kind) "
-                                "VALUES (NULL, 'queued', $1, $2, $3, $4, 'batch') RETURNING id",
-                                {std::int64_t{b.max_attempts}, now, std::int64_t{b.held ? 1 : 0}, hold});
+      // Its --gres GPUs are what it needs of a runner's node, as a graded job's task's are.
+      auto rows = c_.db().query("INSERT INTO jobs(submission_id, state, max_attempts, created_at, held, hold_reason, kind, "
+                                "requires_gpus) VALUES (NULL, 'queued', $1, $2, $3, $4, 'batch', $5) RETURNING id",
+                                {std::int64_t{b.max_attempts}, now, std::int64_t{b.held ? 1 : 0}, hold,
+                                 std::int64_t{b.gpus}});
       const std::int64_t id = rows.at(0).i64(0);
       c_.db().exec("INSERT INTO batch_jobs(job_id, owner, token_id, name, script, script_text, partition_name, time_s, "
                    "cpus, memory_mb, gpus, route, base_commit, package_path, sha256, package_bytes) VALUES "

@@ -13,7 +13,8 @@ const char* const Core::kSubCols =
     "accepted_commit, token_id, package_bytes, route, kind, received_by";
 const char* const Core::kJobCols =
     "id, submission_id, state, attempts, max_attempts, lease_owner, lease_expires_at, heartbeat_at, result, "
-    "created_at, started_at, finished_at, held, released_by, released_at, hold_reason, requires_cc, passed_over, kind";
+    "created_at, started_at, finished_at, held, released_by, released_at, hold_reason, requires_cc, passed_over, kind, "
+    "requires_gpus";
 const char* const Core::kTokenCols =
     "t.id, t.user_name, t.kind, t.label, t.hash, t.created_at, t.created_by, t.expires_at, t.revoked_at, "
     "t.last_used_at, t.limit_submissions_per_hour, t.limit_concurrent_jobs, t.limit_upload_bytes_per_day, u.role";
@@ -132,6 +133,7 @@ Job Core::job_of(const Row& r) {
   j.requires_cc = static_cast<int>(r.i64(16));
   j.passed_over = r.text(17);
   j.kind = r.text(18);
+  j.requires_gpus = static_cast<int>(r.i64(19));
   return j;
 }
 
@@ -201,19 +203,26 @@ Job Core::expect_holder(std::int64_t job_id, const std::string& worker_id, std::
 }
 
 Job Core::queue_job(std::int64_t submission_id, int max_attempts, std::string_view hold_reason, UnixMs now,
-                     int requires_cc) {
+                     const JobNeeds& needs) {
   if (max_attempts < 1 || max_attempts > 100)
     refuse(StateError::invalid, fmt::format("max_attempts {} is out of range: give 1 to 100", max_attempts));
-  if (requires_cc < 0 || requires_cc > 1000)
+  if (needs.compute_capability < 0 || needs.compute_capability > 1000)
     refuse(StateError::invalid, fmt::format("required compute capability {} is out of range: give 0 (none) to 1000 "
                                             "(tenths: 90 is 9.0)",
-                                            requires_cc));
+                                            needs.compute_capability));
+  // A graded job runs on at least one GPU, the judge's.
+  if (needs.gpus < 1 || needs.gpus > kMaxNodeGpus)
+    refuse(StateError::invalid, fmt::format("required GPUs {} is out of range: give 1 to {} GPUs of one node (the "
+                                            "task's environment.gpus)",
+                                            needs.gpus, kMaxNodeGpus));
   conn_->exec("UPDATE submissions SET state='queued', updated_at=$1 WHERE id=$2", {now, submission_id});
   auto rows = conn_->query(fmt::format("INSERT INTO jobs(submission_id, state, max_attempts, created_at, held, hold_reason, "
-                                       "requires_cc) VALUES ($1, 'queued', $2, $3, $4, $5, $6) RETURNING {}",
+                                       "requires_cc, requires_gpus) VALUES ($1, 'queued', $2, $3, $4, $5, $6, $7) "
+                                       "RETURNING {}",
                                        kJobCols),
                            {submission_id, std::int64_t{max_attempts}, now, std::int64_t{hold_reason.empty() ? 0 : 1},
-                            std::string(hold_reason), std::int64_t{requires_cc}});
+                            std::string(hold_reason), std::int64_t{needs.compute_capability},
+                            std::int64_t{needs.gpus}});
   return job_of(rows.at(0));
 }
 

@@ -27,24 +27,41 @@ Value json_or_null(const nlohmann::json& j) { return j.is_null() ? Value(nullptr
 }  // namespace
 
 StateResult<std::optional<Job>> SqlJobQueue::claim_job(const std::string& worker_id, int lease_seconds,
-                                                       std::optional<int> cc) {
+                                                       const RunnerHas& has) {
   return c_.guarded([&] {
     check_worker(worker_id);
     check_lease(lease_seconds);
+    const auto& cc = has.compute_capability;
+    const auto& gpus = has.gpus;
     if (cc && (*cc < 1 || *cc > 1000))
       refuse(StateError::invalid, fmt::format("compute capability {} is out of range: give tenths from 1 to 1000 "
                                               "(90 is 9.0)",
                                               *cc));
+    if (gpus && (*gpus < 1 || *gpus > kMaxNodeGpus))
+      refuse(StateError::invalid, fmt::format("{} GPUs is out of range: give the GPUs of the runner's node a job may "
+                                              "take, 1 to {} (a CPU runner gives none)",
+                                              *gpus, kMaxNodeGpus));
     return c_.write([&]() -> std::optional<Job> {
       UnixMs now = c_.db().now();
-      // A GPU runner takes only what its device can run (its capability is a
-      // number, written into the statement); the jobs it leaves say so.
-      const std::string fits = cc ? fmt::format(" AND requires_cc <= {}", *cc) : "";
-      if (cc)
-        c_.db().exec(fmt::format("UPDATE jobs SET passed_over=$1 WHERE state='queued' AND held=0 AND requires_cc > {}",
-                                 *cc),
-                     {fmt::format("{} (compute capability {}.{}) at {}", worker_id, *cc / 10, *cc % 10,
-                                  iso8601_utc(now))});
+      // A GPU runner takes only what its node can run (what it has are
+      // numbers, written into the statement); the jobs it leaves say what it
+      // lacked, so that one no runner can take says why it waits.
+      const std::string short_cc = cc ? fmt::format("requires_cc > {}", *cc) : "1=0";
+      const std::string short_gpus = gpus ? fmt::format("requires_gpus > {}", *gpus) : "1=0";
+      if (cc || gpus) {
+        const std::string at = iso8601_utc(now);
+        const std::string has_cc = cc ? fmt::format("compute capability {}.{}", *cc / 10, *cc % 10) : "";
+        const std::string has_gpus = gpus ? fmt::format("{} GPU{}", *gpus, *gpus == 1 ? "" : "s") : "";
+        c_.db().exec(fmt::format("UPDATE jobs SET passed_over = CASE WHEN {0} AND {1} THEN CAST($1 AS TEXT) WHEN {0} "
+                                 "THEN CAST($2 AS TEXT) ELSE CAST($3 AS TEXT) END "
+                                 "WHERE state='queued' AND held=0 AND ({0} OR {1})",
+                                 short_cc, short_gpus),
+                     {fmt::format("{} ({}, {}) at {}", worker_id, has_cc, has_gpus, at),
+                      fmt::format("{} ({}) at {}", worker_id, has_cc, at),
+                      fmt::format("{} ({}) at {}", worker_id, has_gpus, at)});
+      }
+      const std::string fits = (cc ? fmt::format(" AND requires_cc <= {}", *cc) : std::string()) +
+                               (gpus ? fmt::format(" AND requires_gpus <= {}", *gpus) : std::string());
       // The subquery picks one row; on PostgreSQL it skips rows another
       // claimer has locked, so concurrent claimers never wait on each other.
       auto rows = c_.db().query(

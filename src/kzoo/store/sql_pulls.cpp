@@ -5,12 +5,12 @@
 
 namespace kzoo::store::sql {
 
-StateResult<Job> SqlPulls::open_pull(std::int64_t submission_id, int max_attempts, int requires_cc) {
+StateResult<Job> SqlPulls::open_pull(std::int64_t submission_id, int max_attempts, JobNeeds needs) {
   return c_.guarded([&] {
     return c_.write([&] {
       UnixMs now = c_.db().now();
       Submission sub = c_.expect_submission(submission_id, {State::received}, "open a pull request for");
-      Job j = c_.queue_job(submission_id, max_attempts, kHeldPullRequest, now, requires_cc);
+      Job j = c_.queue_job(submission_id, max_attempts, kHeldPullRequest, now, needs);
       c_.db().exec("INSERT INTO pulls(submission_id, route, author, created_at) VALUES ($1,$2,$3,$4)",
                    {submission_id, sub.route, sub.submitter_id, now});
       c_.audit(now, "pull.open", fmt::format("submission/{}", submission_id), {{"route", sub.route}, {"job", j.id}});

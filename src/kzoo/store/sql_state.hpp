@@ -82,9 +82,9 @@ class Core {
   Job expect_holder(std::int64_t job_id, const std::string& worker_id, std::string_view action);
   // The received submission's job, queued (held for `hold_reason` unless
   // empty), the submission moved along.
-  // `requires_cc`: the compute capability in tenths (90 = 9.0) a GPU runner needs to claim it; 0: any.
+  // `needs`: what a GPU runner must have to claim it (JobQueue::claim_job).
   Job queue_job(std::int64_t submission_id, int max_attempts, std::string_view hold_reason, UnixMs now,
-                int requires_cc = 0);
+                const JobNeeds& needs = {});
   // A job's move drags its submission along; anything else means the two
   // tables disagree, which rolls the whole transaction back.
   void move_submission(std::int64_t id, State from, State to, UnixMs now);
@@ -100,7 +100,7 @@ class Core {
 
   static const char* const kSubCols;
   static const char* const kJobCols;
-  static constexpr std::size_t kJobColCount = 19;  // the columns of kJobCols, for statements that select more
+  static constexpr std::size_t kJobColCount = 20;  // the columns of kJobCols, for statements that select more
   // kJobCols with each column prefixed by `j.`, for statements that join.
   static std::string qualified_job_cols();
   static const char* const kTokenCols;  // tokens t JOIN users u
@@ -124,7 +124,7 @@ class SqlSubmissions : public virtual SubmissionStore {
  public:
   explicit SqlSubmissions(Core& c) : c_(c) {}
   StateResult<Submission> create_submission(const NewSubmission& s) override;
-  StateResult<Job> enqueue(std::int64_t submission_id, int max_attempts, bool held, int requires_cc) override;
+  StateResult<Job> enqueue(std::int64_t submission_id, int max_attempts, bool held, JobNeeds needs) override;
   StateResult<Submission> reject(std::int64_t submission_id, const std::vector<std::string>& reasons,
                                  const nlohmann::json& verdict) override;
   StateResult<Submission> cancel(std::int64_t submission_id, const std::string& reason) override;
@@ -141,7 +141,7 @@ class SqlJobQueue : public virtual JobQueue {
  public:
   explicit SqlJobQueue(Core& c) : c_(c) {}
   StateResult<std::optional<Job>> claim_job(const std::string& worker_id, int lease_seconds,
-                                            std::optional<int> compute_capability) override;
+                                            const RunnerHas& has) override;
   StateResult<Job> heartbeat(std::int64_t job_id, const std::string& worker_id, int lease_seconds) override;
   StateResult<Job> complete(std::int64_t job_id, const std::string& worker_id, const Completion& c) override;
   StateResult<Job> retry(std::int64_t job_id, const std::string& worker_id, const std::vector<std::string>& reasons,
@@ -199,7 +199,7 @@ class SqlAccounts : public virtual AccountStore {
 class SqlPulls : public virtual PullStore {
  public:
   explicit SqlPulls(Core& c) : c_(c) {}
-  StateResult<Job> open_pull(std::int64_t submission_id, int max_attempts, int requires_cc) override;
+  StateResult<Job> open_pull(std::int64_t submission_id, int max_attempts, JobNeeds needs) override;
   StateResult<Pull> decide_pull(std::int64_t submission_id, bool merge, bool then_admin,
                                 const std::string& why) override;
   StateResult<Pull> get_pull(std::int64_t submission_id) override;

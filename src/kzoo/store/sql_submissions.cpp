@@ -67,12 +67,12 @@ StateResult<Submission> SqlSubmissions::create_submission(const NewSubmission& n
   });
 }
 
-StateResult<Job> SqlSubmissions::enqueue(std::int64_t submission_id, int max_attempts, bool held, int requires_cc) {
+StateResult<Job> SqlSubmissions::enqueue(std::int64_t submission_id, int max_attempts, bool held, JobNeeds needs) {
   return c_.guarded([&] {
     return c_.write([&] {
       UnixMs now = c_.db().now();
       c_.expect_submission(submission_id, {State::received}, "enqueue");
-      Job j = c_.queue_job(submission_id, max_attempts, held ? kHeldAdmin : "", now, requires_cc);
+      Job j = c_.queue_job(submission_id, max_attempts, held ? kHeldAdmin : "", now, needs);
       c_.audit(now, held ? "job.hold" : "job.enqueue", fmt::format("job/{}", j.id), {{"submission", submission_id}});
       return j;
     });

@@ -139,14 +139,37 @@ struct Job {
   // The compute capability, in tenths (90 = 9.0), a GPU runner needs to claim
   // it (desc.yaml min_arch_feature, the task's min_compute_capability); 0: any.
   int requires_cc = 0;
-  // The last GPU runner that left it for lacking that: "<worker> (compute
-  // capability 8.0) at <time>"; empty if none did.
+  // The GPUs of one node a GPU runner needs to claim it (the task's
+  // environment.gpus, 1 when it names none; a batch job's, 0 when it asks none).
+  int requires_gpus = 1;
+  // The last GPU runner that left it, with only what it lacked: "<worker>
+  // (compute capability 8.0) at <time>", "<worker> (1 GPU) at <time>" or
+  // "<worker> (compute capability 8.0, 1 GPU) at <time>"; empty if none did.
   std::string passed_over;
   // "grade" (a submission's) or "batch" (a user's own script, batch.hpp: no
   // submission, submission_id 0).
   std::string kind = "grade";
   bool is_batch() const { return kind == "batch"; }
 };
+
+// What a job needs of the runner that claims it, read from the trusted side
+// when it is queued (the package's desc.yaml on main, the catalog's task). A
+// runner that has less leaves it to one that has enough.
+struct JobNeeds {
+  int compute_capability = 0;  // tenths (90 = 9.0); 0: any
+  int gpus = 1;                // of one node, 1 to kMaxNodeGpus (the judge runs on one)
+};
+
+// What a claiming runner has. A GPU runner gives both, read from its driver
+// and its --gpus; a CPU runner gives neither: it checks correctness and CPU
+// timings, which count for no GPU board, so it may take any job.
+struct RunnerHas {
+  std::optional<int> compute_capability;  // tenths, the lowest of its GPUs
+  std::optional<int> gpus;                // the GPUs of its node one job may take, 1 to kMaxNodeGpus
+};
+// More GPUs than one node holds: the bound on what a runner may say it has,
+// hence on what a job may need (one needing more could never run).
+inline constexpr int kMaxNodeGpus = 1024;
 
 // What a worker hands back when it finishes a job.
 struct Completion {

@@ -25,10 +25,10 @@ class SubmissionStore {
   virtual StateResult<Submission> create_submission(const NewSubmission& s) = 0;
   // received → queued, and creates its job (queued; `held` when it must wait
   // for a maintainer's release_job before any worker may claim it; only GPU
-  // runners of compute capability `requires_cc` or more claim it, in tenths:
-  // 90 = 9.0, 0 = any). Returns the job.
+  // runners that have what it `needs` claim it: JobQueue::claim_job).
+  // Returns the job.
   virtual StateResult<Job> enqueue(std::int64_t submission_id, int max_attempts = 3, bool held = false,
-                                   int requires_cc = 0) = 0;
+                                   JobNeeds needs = {}) = 0;
   // received → rejected (validation failed before any job ran).
   virtual StateResult<Submission> reject(std::int64_t submission_id, const std::vector<std::string>& reasons,
                                          const nlohmann::json& verdict) = 0;

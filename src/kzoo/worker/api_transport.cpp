@@ -49,10 +49,10 @@ class Api final : public JobTransport {
   }
 
   store::StateResult<std::optional<store::Job>> claim(const std::string& worker_id, int lease_seconds,
-                                                      std::optional<int> compute_capability) override {
+                                                      const store::RunnerHas& has) override {
     json body = {{"worker", worker_id}, {"lease_seconds", lease_seconds}};
-    if (compute_capability)
-      body["compute_capability"] = fmt::format("{}.{}", *compute_capability / 10, *compute_capability % 10);
+    if (const auto& cc = has.compute_capability) body["compute_capability"] = fmt::format("{}.{}", *cc / 10, *cc % 10);
+    if (has.gpus) body["gpus"] = *has.gpus;
     auto r = post("/api/runner/claim", body);
     if (!r) return tl::unexpected(store::StateError{store::StateError::io, r.error().message});
     if (r->status == 204) return std::optional<store::Job>();

@@ -12,6 +12,7 @@
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/runner/test_support.hpp"
 #include "kzoo/server/data_dir.hpp"
+#include "kzoo/store/open_state.hpp"
 #include "kzoo/worker/worker.hpp"
 
 namespace kzoo::worker {
@@ -141,6 +142,38 @@ TEST(DeviceClass, ACudaWorkerReadsItsComputeCapabilityOrRefusesToStart) {
     EXPECT_NE(w.error().message.find("compute capability"), std::string::npos) << w.error().message;
     EXPECT_NE(w.error().message.find("--device cpu"), std::string::npos) << w.error().message;
   }
+}
+
+// Its claim says the GPUs of its node too: a job whose task asks for more is
+// left queued for a node that has them (the worker would only fail it), and
+// says which worker left it and what that worker had.
+TEST(DeviceClass, ACudaWorkerLeavesAJobNeedingMoreGpusThanItsNodeHas) {
+  TempDir d;
+  auto data = server::init_data_dir(d.path() + "/data", std::string(KZOO_SOURCE_DIR) + "/catalog/kernel_data",
+                                    server::ServerConfig{}, "cpu");
+  ASSERT_TRUE(data) << data.error().message;
+  auto db = store::open_state(data->state_url());
+  ASSERT_TRUE(db) << db.error().message;
+  auto s = (*db)->create_submission({"h200/softmax", "ann", "", "/u/x", std::string(64, 'a')});
+  ASSERT_TRUE(s) << s.error().message;
+  auto two = (*db)->enqueue(s->id, 3, false, {.compute_capability = 90, .gpus = 2});
+  ASSERT_TRUE(two) << two.error().message;
+  WorkerOptions o;
+  o.data_dir = data->root;
+  o.catalog_dir = std::string(KZOO_SOURCE_DIR) + "/catalog";
+  o.device = "cuda";
+  o.worker_id = "node-a/gpu0";
+  o.gpus = {0};
+  FakeSmi smi("NVIDIA H200, 9.0");
+  auto w = Worker::open(o);
+  ASSERT_TRUE(w) << w.error().message;
+  auto r = (*w)->run_once();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(*r) << "one GPU cannot run a job of two";
+  auto left = (*db)->get_job(two->id);
+  ASSERT_TRUE(left) << left.error().message;
+  EXPECT_EQ(left->state, store::State::queued);
+  EXPECT_EQ(left->passed_over.rfind("node-a/gpu0 (1 GPU) at ", 0), 0u) << left->passed_over;
 }
 
 }  // namespace

@@ -102,7 +102,14 @@ Result<std::optional<JobReport>> Worker::run_once() {
   } else {
     say("requeue_expired failed: " + r.error().message);
   }
-  auto claimed = t_->claim(o_.worker_id, o_.lease_seconds, o_.device == "cuda" ? o_.compute_capability : std::nullopt);
+  // A GPU runner takes only what its node can run; a CPU runner says nothing
+  // and may take anything (it checks correctness, which counts for no GPU board).
+  store::RunnerHas has;
+  if (o_.device == "cuda") {
+    has.compute_capability = o_.compute_capability;
+    if (const int n = o_.node_gpus(); n > 0) has.gpus = n;
+  }
+  auto claimed = t_->claim(o_.worker_id, o_.lease_seconds, has);
   if (!claimed) return fail("claiming a job failed: " + claimed.error().message);
   if (!*claimed) return std::optional<JobReport>();
   // A user's batch script runs as Slurm would run it; everything else is graded.
