@@ -141,20 +141,26 @@ def window_ns(stream_ns, tails_ns, floors):
     right after it returned; `tails_ns` from there to an event recorded after a
     device-wide sync. An honest call's tail is the harness's own cost (spin, sync,
     launch); `floors` (TailFloors, or one figure) is what judge-owned calls of the same
-    length measured. Work the call left running on another stream lengthens the tail,
-    and the figure becomes the device-wide window less that floor: hidden work is
-    counted in full, while an honest call is no longer charged the host round trip that
-    ending every window after the sync cost (docs/JUDGE.md).
+    length measured. Work the call left running on another stream lengthens the tail.
+
+    With calibrated floors every call of the batch is charged the batch's MEDIAN excess of
+    tail over floor (none when that is below zero), not its own. Why: an honest tail jitters
+    by tens to 150 microseconds from call to call on an H200 (the host's spin, sync and the
+    end event's launch); charged per call above a floor, that jitter put 5-33% of spread into
+    300-800 us kernels and moved their medians 1-12% above Nsight Compute (docs/GPU.md,
+    2026-12-02). Work hidden on a side stream in most calls moves the median excess by its
+    length and is charged to every call; hidden in fewer than half, it cannot lower the
+    median of the case's figures, which is what the judge reports.
+    Uncalibrated (None): each call's device-wide window.
     A malformed pair gives NaN, which cross_check flags."""
-    out = []
-    for s, t in zip(stream_ns, tails_ns):
-        ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 and math.isfinite(v) for v in (s, t))
-        if not ok:
-            out.append(math.nan)
-            continue
-        floor = floors.at(s) if isinstance(floors, TailFloors) else (floors or 0.0)  # uncalibrated: the device-wide window
-        out.append(float(s) + max(0.0, float(t) - floor))
-    return out
+    ok = [all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 and math.isfinite(v) for v in (s, t))
+          for s, t in zip(stream_ns, tails_ns)]
+    if not floors:
+        return [float(s) + float(t) if good else math.nan for s, t, good in zip(stream_ns, tails_ns, ok)]
+    floor = floors.at if isinstance(floors, TailFloors) else (lambda _s: float(floors))
+    excess = sorted(float(t) - floor(s) for s, t, good in zip(stream_ns, tails_ns, ok) if good)
+    charge = max(0.0, quantile(excess, 0.5)) if excess else 0.0
+    return [float(s) + charge if good else math.nan for s, good in zip(stream_ns, ok)]
 
 
 def checked_ns(stream_ns, tails_ns):

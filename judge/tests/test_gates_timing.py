@@ -101,7 +101,32 @@ class GpuWindow(unittest.TestCase):
     """Each call's figure from its stream end and its device end (timing.window_ns)."""
 
     def test_an_honest_tail_at_the_floor_leaves_the_stream_figure(self):
-        self.assertEqual(timing.window_ns([6_000_000, 6_100_000], [8_000, 7_000], 7_000), [6_001_000.0, 6_100_000.0])
+        self.assertEqual(timing.window_ns([6_000_000, 6_100_000], [7_000, 6_500], 7_000), [6_000_000.0, 6_100_000.0])
+
+    def test_one_calls_jitter_is_not_charged_to_it(self):
+        # A batch of honest 600 us calls whose drains took 29-32 us, and one 180 us (the host was
+        # late): against a 35 us floor nothing is charged, the late one included.
+        stream = [600_000, 601_000, 599_000, 600_500, 600_200]
+        w = timing.window_ns(stream, [30_000, 32_000, 29_000, 180_000, 31_000], 35_000)
+        self.assertEqual(w, [float(s) for s in stream])
+
+    def test_a_batch_is_charged_its_median_excess_when_that_is_above_the_floor(self):
+        # Every call's drain 50-60 us over a 35 us floor: each call is charged the median excess, 20 us.
+        w = timing.window_ns([600_000] * 3, [50_000, 55_000, 60_000], 35_000)
+        self.assertEqual(w, [620_000.0] * 3)
+
+    def test_work_hidden_in_most_calls_is_charged_to_every_call(self):
+        # 2 ms left on a side stream by three calls of five (the other two honest): the median
+        # excess is the hidden work, and every call of the batch carries it.
+        w = timing.window_ns([1_000_000] * 5, [2_035_000, 35_000, 2_035_000, 2_035_000, 35_000], 35_000)
+        self.assertEqual(w, [3_000_000.0] * 5)
+
+    def test_work_hidden_in_a_minority_of_calls_cannot_lower_the_median(self):
+        # Two calls of five hide 2 ms each and claim 1 ms; the other three run the whole 3 ms
+        # in the window. Not charged, but the batch's median figure is an honest call's.
+        w = timing.window_ns([1_000_000, 3_000_000, 1_000_000, 3_000_000, 3_000_000],
+                             [2_035_000, 35_000, 2_035_000, 35_000, 35_000], 35_000)
+        self.assertEqual(timing.quantile(sorted(w), 0.5), 3_000_000.0)
 
     def test_work_past_the_stream_end_is_counted_in_full(self):
         # 2 ms left running on a side stream: the device ended 2 ms + the harness's
