@@ -12,7 +12,10 @@
 #   4. that change is judged as a push: it became a submission on the job's
 #      route, which the worker graded;
 #   5. scancel of a sleeping job: CANCELLED within seconds;
-#   6. an outsider's job is held (JobHeldAdmin) until a maintainer releases it.
+#   6. an outsider's job is held (JobHeldAdmin) until a maintainer releases it;
+#   7. a job's result never changes project files;
+#   8. kzoo maintain deletes an old batch job's refs/jobs/<id>, except when its
+#      result became an accepted submission or is still being judged.
 # Usage: batch.sh KZOO_BINARY SOURCE_DIR
 set -uo pipefail
 KZOO=${1:?usage: batch.sh KZOO_BINARY SOURCE_DIR}
@@ -161,8 +164,11 @@ for _ in $(seq 40); do
   [ -n "$sub" ] && break
   sleep 0.5
 done
+# sacct's output goes to a file first: grep -q leaving a pipe early would kill sacct with SIGPIPE, which
+# pipefail would count against the check.
+"$SL" "$ALICE_TOKEN" "$T/alice" sacct -j "$job" >"$T/sacct4" 2>&1
 check "the job's change became a submission on routes/alice-batch" \
-  "$([ -n "$sub" ] && "$SL" "$ALICE_TOKEN" "$T/alice" sacct -j "$job" | grep -q "submission $sub (job [0-9]*) $SOFT on routes/alice-batch"; echo $?)"
+  "$([ -n "$sub" ] && grep -q "submission $sub (job [0-9]*) $SOFT on routes/alice-batch" "$T/sacct4"; echo $?)"
 check "... which the worker graded to a verdict" "$(wait_final "${sub:-0}" 600; echo $?)"
 check "... owned by alice" "$(jget "$T/st.json" 'd["submitter_id"]' | grep -qx alice; echo $?)"
 echo "    submission $sub: $(jget "$T/st.json" 'd["state"]' 2>/dev/null)"
@@ -227,6 +233,56 @@ check "its result is judged and refused: outside every kernel package" \
 check "... the job did edit the rules (the change is on refs/jobs/$job4)" \
   "$(git --git-dir "$D/kernel_data.git" show "refs/jobs/${job4:-0}:scienceslack.json" | grep -q 00:20:00; echo $?)"
 check "... and main did not move" "$([ "$(git --git-dir "$D/kernel_data.git" rev-parse main)" = "$main_before" ]; echo $?)"
+
+# ---------------------------------------------------------------- 8. kzoo maintain expires batch jobs' results
+# A batch job's refs/jobs/<id> goes --keep-days after the job ended, however it ended, unless its result
+# became an accepted submission, or is still being judged (an outsider's submission held for a maintainer).
+# Olga's job rewrites the kernel on her own route: the submission it becomes is held.
+printf '#!/bin/bash\ncat > %s/src/softmax.py <<'"'"'PY'"'"'\n%s\nPY\n' "$SOFT" "$(cat "$SRC/catalog/samples/softmax_fused.py")" \
+  >"$T/olga/edit.sbatch"
+run_to "olga sbatches a job that rewrites the kernel" 0 env KZOO_ROUTE=olga-batch "$SL" "$OLGA_TOKEN" "$T/olga" sbatch edit.sbatch
+job5=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$T/out")
+run_to "the maintainer releases it" 0 env KZOO_TOKEN="$MAINT_TOKEN" "$KZOO" release "${job5:-0}" --server "$KZOO_SERVER"
+held5=""
+for _ in $(seq 240); do
+  curl -fsS -H "Authorization: Bearer $OLGA_TOKEN" "$KZOO_SERVER/api/batch/${job5:-0}" >"$T/b5.json" 2>/dev/null
+  held5=$(jget "$T/b5.json" '[s["held"] for s in (d.get("review") or {}).get("submissions", [])]' 2>/dev/null)
+  [ "$held5" = "[True]" ] && break
+  sleep 0.5
+done
+check "... its result became one submission, held for a maintainer" "$([ "$held5" = "[True]" ]; echo $?)"
+stop "$WORKER_PID"; WORKER_PID=
+# Whether alice's job keeps its result depends on how its submission was graded (timed on a shared CPU).
+sub_state=$(jget "$T/st.json" 'd["state"]' 2>/dev/null)
+if [ "$sub_state" = accepted ]; then kept_accepted=1; expired_all="$job2 $job3 $job4"; kept_refs="$job $job5"
+else kept_accepted=0; expired_all="$job $job2 $job3 $job4"; kept_refs="$job5"; fi
+has_ref() { git --git-dir "$D/kernel_data.git" rev-parse -q --verify "refs/jobs/$1" >/dev/null; }
+run_to "kzoo maintain --dry-run: every batch job ended minutes ago, none expires" 0 \
+  "$KZOO" maintain --data "$D" --dry-run --json
+check "... 0 expired, 5 kept as recent" \
+  "$(jget "$T/out" 'd["expired_batch_jobs"] == 0 and d["kept_recent"] >= 5 and d["deleted_refs"] == 0' | grep -qx True; echo $?)"
+# 40 days pass for the batch jobs (their start and end moved back in the state database).
+"$PY" - "$D/state.db" <<'PY' || fail "aging the batch jobs"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=30)
+days40 = 40 * 86400 * 1000
+db.execute("UPDATE jobs SET created_at = created_at - ?, started_at = started_at - ?, finished_at = finished_at - ? "
+           "WHERE kind = 'batch'", (days40, days40, days40))
+db.commit()
+PY
+run_to "kzoo maintain --dry-run --json, 40 days on" 0 "$KZOO" maintain --data "$D" --dry-run --json
+n_expired=$(echo $expired_all | wc -w)
+check "... $n_expired batch jobs expire ($expired_all); kept: $kept_accepted whose result was accepted, olga's held one" \
+  "$(jget "$T/out" "d['expired_batch_jobs'] == $n_expired and d['kept_batch_accepted'] == $kept_accepted and d['kept_batch_pending'] == 1 and d['deleted_refs'] == 0" | grep -qx True; echo $?)"
+check "... a dry run deletes nothing" "$(for j in $job3 $job4 $job5; do has_ref "$j" || exit 1; done; echo $?)"
+run_to "kzoo maintain --json" 0 "$KZOO" maintain --data "$D" --json
+check "... deletes the refs of the expired ones" \
+  "$(for j in $expired_all; do ! has_ref "$j" || exit 1; done; echo $?)"
+check "... and keeps the others' ($kept_refs)" "$(for j in $kept_refs; do has_ref "$j" || exit 1; done; echo $?)"
+check "... git fetch origin refs/jobs/$job5 still works" \
+  "$(git -C "$T/olga" fetch -q origin "refs/jobs/$job5" 2>/dev/null; echo $?)"
+run_to "a second pass finds nothing left to delete" 0 "$KZOO" maintain --data "$D" --json --no-pack
+check "... 0 refs deleted" "$(jget "$T/out" 'd["deleted_refs"] == 0' | grep -qx True; echo $?)"
 
 echo "$CHECKS checks, $FAILS failed"
 [ "$FAILS" = 0 ]

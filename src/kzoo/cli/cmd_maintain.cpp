@@ -1,7 +1,9 @@
 // `kzoo maintain`: the daily pass that keeps a data directory's repository
 // small (docs/SCALE.md §4, docs/STORE.md "Retention"): deletes the evidence
-// refs (refs/jobs/<id>) of jobs that ended rejected, failed or cancelled more
-// than --keep-days ago, then packs the repository (git gc). Run it once a day
+// refs (refs/jobs/<id>) of graded jobs that ended rejected, failed or
+// cancelled more than --keep-days ago, and of users' batch jobs that ended
+// then (unless their result became an accepted submission or is still being
+// judged), then packs the repository (git gc). Run it once a day
 // beside the server (cron, a systemd timer); on PostgreSQL it takes the
 // repository writers' turn like every other write, so any one host may run it.
 // Exit codes: 0 done (or nothing to do), 2 error (nothing deleted).
@@ -66,25 +68,30 @@ int run(const MaintainOptions& o) {
     packed = true;
   }
   const std::string before = kzoo::iso8601_utc(sel->cutoff);
+  const std::string kept = fmt::format(
+      "Kept: {} that ended since, {} baseline measurements, {} batch jobs whose result became an accepted "
+      "submission, {} batch jobs whose result is still being judged",
+      sel->kept_recent, sel->kept_baselines, sel->kept_batch_accepted, sel->kept_batch_pending);
   if (o.dry_run)
-    std::cerr << fmt::format("kzoo maintain: dry run: {} jobs ended rejected, failed or cancelled before {} ({} days "
-                             "ago); their evidence refs, where still present, would be deleted. Kept: {} that ended "
-                             "since, {} baseline measurements\n",
-                             sel->expired.size(), before, o.keep_days, sel->kept_recent, sel->kept_baselines);
+    std::cerr << fmt::format("kzoo maintain: dry run: {} jobs ({} of them batch jobs) ended before {} ({} days ago) "
+                             "and lose their evidence; their refs, where still present, would be deleted. {}\n",
+                             sel->expired.size(), sel->expired_batch, before, o.keep_days, kept);
   else
-    std::cerr << fmt::format("kzoo maintain: deleted {} evidence refs (refs/jobs/<id>) of jobs that ended rejected, "
-                             "failed or cancelled before {}; kept {} that ended since and {} baseline measurements; "
-                             "{}\n",
-                             deleted, before, sel->kept_recent, sel->kept_baselines,
-                             packed ? "packed the repository (git gc)" : "not packed (--no-pack)");
+    std::cerr << fmt::format("kzoo maintain: deleted {} evidence refs (refs/jobs/<id>) of {} jobs ({} of them batch "
+                             "jobs) that ended before {}. {}. {}\n",
+                             deleted, sel->expired.size(), sel->expired_batch, before, kept,
+                             packed ? "Packed the repository (git gc)" : "Not packed (--no-pack)");
   if (o.json)
     std::cout << json{{"dry_run", o.dry_run},
                       {"keep_days", o.keep_days},
                       {"ended_before", before},
                       {"expired_jobs", sel->expired.size()},
+                      {"expired_batch_jobs", sel->expired_batch},
                       {"deleted_refs", deleted},
                       {"kept_recent", sel->kept_recent},
                       {"kept_baselines", sel->kept_baselines},
+                      {"kept_batch_accepted", sel->kept_batch_accepted},
+                      {"kept_batch_pending", sel->kept_batch_pending},
                       {"packed", packed}}
                      .dump()
               << "\n";
@@ -93,15 +100,16 @@ int run(const MaintainOptions& o) {
 
 const bool maintain_registered = kzoo::cli::register_command(
     "maintain",
-    "Daily upkeep of a data directory: expire old rejected jobs' evidence refs and pack the repository",
+    "Daily upkeep of a data directory: expire old rejected jobs' and batch jobs' evidence refs and pack the repository",
     [](CLI::App& sub) -> kzoo::cli::Runner {
       auto o = std::make_shared<MaintainOptions>();
       auto env = kzoo::server::process_env();
       o->data = env("KZOO_DATA").value_or(kzoo::server::default_config(env).data_dir);
       sub.add_option("--data", o->data, "data directory (default $KZOO_DATA)");
       sub.add_option("--keep-days", o->keep_days,
-                     "Keep the evidence of rejected, failed and cancelled jobs this many days after they end "
-                     "(default 30; accepted jobs and baselines keep theirs forever)")
+                     "Keep the evidence of rejected, failed and cancelled jobs, and of batch jobs, this many days "
+                     "after they end (default 30; accepted jobs, baselines and batch jobs whose result became an "
+                     "accepted submission keep theirs forever)")
           ->check(CLI::Range(1, 36500));
       sub.add_flag("--dry-run", o->dry_run, "Count what would be deleted; delete and pack nothing");
       sub.add_flag("--no-pack", o->no_pack, "Expire evidence but do not run git gc");

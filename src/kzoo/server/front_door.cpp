@@ -97,6 +97,31 @@ void send_and_close(int fd, const std::string& bytes) {
   ::close(fd);
 }
 
+// Reads and throws away up to `remaining` bytes of a body that the response
+// left unread, until the client closes, `until` passes or the door stops. The
+// response is whole by now: shutting the write side tells a client that reads
+// until the end that it has it, whatever it does with the rest of its body.
+void drain_unread(int fd, std::uint64_t remaining, Clock::time_point until, const std::atomic<bool>& stopping) {
+  (void)::shutdown(fd, SHUT_WR);
+  char sink[65536];
+  while (remaining > 0 && !stopping.load()) {
+    ssize_t n = ::recv(fd, sink, static_cast<std::size_t>(std::min<std::uint64_t>(sizeof sink, remaining)),
+                       MSG_DONTWAIT);
+    if (n > 0) {
+      remaining -= static_cast<std::uint64_t>(n);
+      continue;
+    }
+    if (n == 0) return;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0) return;
+    // In slices, so that stopping the door is not held up by a silent client.
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<long long>(left, 250))) < 0 && errno != EINTR) return;
+  }
+}
+
 // The value of a Content-Length header in a request head, -1 when there is
 // none, -2 when the body's length is not known from it (Transfer-Encoding,
 // several or malformed values): then the connection cannot be reused.
@@ -161,7 +186,10 @@ class ConnStream final : public httplib::Stream {
         return n;
       }
       if (errno == EINTR) continue;
-      if ((errno != EAGAIN && errno != EWOULDBLOCK) || !wait(POLLIN, read_ms_)) return -1;
+      if ((errno != EAGAIN && errno != EWOULDBLOCK) || !wait(POLLIN, read_ms_)) {
+        read_failed_ = true;
+        return -1;
+      }
     }
   }
 
@@ -194,6 +222,8 @@ class ConnStream final : public httplib::Stream {
   bool head_consumed() const { return head_pos_ == head_.size(); }
   std::uint64_t body_read() const { return body_read_; }
   bool eof() const { return eof_; }
+  // A read timed out or failed: the client is not sending.
+  bool read_failed() const { return read_failed_; }
   // The final response's head said "Connection: close".
   bool response_closes() const { return response_closes_; }
 
@@ -239,6 +269,7 @@ class ConnStream final : public httplib::Stream {
   int read_ms_, write_ms_;
   std::uint64_t body_read_ = 0;
   bool eof_ = false;
+  bool read_failed_ = false;
   std::string sniffed_;
   bool head_done_ = false;
   bool response_closes_ = false;
@@ -635,6 +666,13 @@ struct FrontDoor::Impl {
     std::uint64_t expected = body < 0 ? 0 : static_cast<std::uint64_t>(body);
     c->keep = ok && !last && !closed && !strm.response_closes() && !strm.eof() && strm.head_consumed() &&
               body != -2 && strm.body_read() == expected;
+    // A response sent before its request's body was read in full (a refusal):
+    // the rest is read first, within bounds, since a close over unread bytes
+    // resets the connection and can destroy the answer before it is read.
+    if (!c->keep && ok && body > 0 && strm.head_consumed() && !strm.eof() && !strm.read_failed() &&
+        strm.body_read() < expected && expected <= lim.drain_max_bytes)
+      drain_unread(c->fd, expected - strm.body_read(), Clock::now() + std::chrono::seconds(lim.drain_timeout_s),
+                   stopping);
   }
 };
 

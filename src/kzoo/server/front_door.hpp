@@ -25,6 +25,9 @@
 //   the threads (at least one of two or more) serve only requests without a
 //   body, so slow uploads, which hold a thread up to their own deadline,
 //   cannot starve reads.
+// - A refusal sent before the request's body was read reaches the client:
+//   the rest of the body is read and thrown away (bounded) before the
+//   connection closes, instead of being answered with a reset.
 //
 // How the head is watched without being consumed: the loop peeks at the
 // socket (MSG_PEEK, edge-triggered epoll), so httplib later parses the same
@@ -41,6 +44,7 @@
 
 #include <httplib.h>
 
+#include "kzoo/server/body_drain.hpp"
 #include "kzoo/server/trusted_proxy.hpp"
 #include "kzoo/util/result.hpp"
 
@@ -61,6 +65,13 @@ struct FrontDoorLimits {
   // by its own address; each request on it counts against the client that
   // X-Forwarded-For names, and is served as coming from that client.
   TrustedProxies proxies;
+  // A response that leaves part of a request's body unread (a refusal sent
+  // before the body was read) is followed by reading that rest and throwing
+  // it away, when the whole body is at most drain_max_bytes, for at most
+  // drain_timeout_s: closing over unread bytes resets the connection, and the
+  // client still sending would lose the answer (body_drain.hpp).
+  std::uint64_t drain_max_bytes = kDrainFloor;
+  int drain_timeout_s = static_cast<int>(kDrainTime.count());
 };
 
 // Serves one request read from `strm` and writes its response, as

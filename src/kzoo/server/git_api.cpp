@@ -40,6 +40,7 @@
 #include "kzoo/gitserve/push_review.hpp"
 #include "kzoo/package/inspect.hpp"
 #include "kzoo/server/api.hpp"
+#include "kzoo/server/body_drain.hpp"
 
 namespace kzoo::server {
 namespace {
@@ -127,28 +128,44 @@ void Api::git_rpc(const httplib::Request& req, httplib::Response& res, const htt
     int fd;
     ~Closer() { ::close(fd); }
   } closer{*fd};
-  std::uint64_t got = 0;
-  bool over = false, late = false, io = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(cfg.upload_deadline_s);
+  // Past the cap the body is still read to its end (body_drain.hpp), so that
+  // git, still sending its pack, reads the 413 instead of a reset.
+  BodyBudget budget(cap, std::chrono::steady_clock::now() + std::chrono::seconds(cfg.upload_deadline_s));
+  bool io = false;
   bool read_ok = reader([&](const char* data, std::size_t n) {
-    if (std::chrono::steady_clock::now() > deadline) return !(late = true);
-    if ((got += n) > cap) return !(over = true);
-    if (!gitserve::write_all(*fd, std::string(data, n))) return !(io = true);
-    return true;
+    switch (budget.take(n)) {
+      case BodyBudget::Take::keep:
+        if (!gitserve::write_all(*fd, std::string(data, n))) return !(io = true);
+        return true;
+      case BodyBudget::Take::discard:
+        return true;
+      case BodyBudget::Take::stop:
+        return false;
+    }
+    return false;
   });
-  if (!read_ok || over || late || io) {
+  if (!read_ok || budget.over() || budget.late() || io) {
     res.set_header("Connection", "close");
-    if (over)
+    if (budget.over()) {
+      const std::string fix = push ? "push fewer or smaller files (kernel packages hold sources; the cap is the "
+                                     "server's max_upload_bytes plus 1 MiB)"
+                                   : "fetch with fewer refs";
+      const char* what = push ? "push" : "request";
+      // A body read to its end has a size to name; one cut off has a floor.
       return send_error(res, 413, "too_large",
-                        fmt::format("the {} is over the cap of {} bytes: {}", push ? "push" : "request", cap,
-                                    push ? "push fewer or smaller files (kernel packages hold sources; the server's "
-                                           "max_upload_bytes)"
-                                         : "fetch with fewer refs"));
-    if (late)
+                        budget.cut() || !read_ok
+                            ? fmt::format("the {} is over the cap of {} bytes (it sent more than {} bytes; the "
+                                          "server stopped reading there): {}",
+                                          what, cap, budget.seen(), fix)
+                            : fmt::format("the {} of {} bytes is over the cap of {} bytes: {}", what, budget.seen(),
+                                          cap, fix));
+    }
+    if (budget.late())
       return send_error(res, 408, "upload_timeout",
                         fmt::format("the request took longer than {} s: push less at a time", cfg.upload_deadline_s));
     return send_error(res, 400, "bad_body", "the request body could not be read in full");
   }
+  const std::uint64_t got = budget.seen();
   git_run(req, res, *caller, push ? "git-receive-pack" : "git-upload-pack", *fd, got);
 }
 

@@ -352,6 +352,9 @@ Result<std::unique_ptr<Service>> Service::open(const ServerConfig& cfg) {
   std::vector<Network> proxies;
   for (const auto& p : c.trusted_proxies) proxies.push_back(*parse_network(p));  // check_config parsed them
   limits.proxies = TrustedProxies(std::move(proxies));
+  // Refused bodies are read on to the drain limit of the largest cap (body_drain.hpp).
+  limits.drain_max_bytes =
+      drain_limit(std::max<std::uint64_t>({c.max_upload_bytes + kMultipartOverhead, git_push_body_cap(c), kGitFetchBodyCap}));
   // What the responses' Keep-Alive header advertises; the front door enforces it.
   http.set_keep_alive_timeout(c.keep_alive_timeout_s);
   http.set_keep_alive_max_count(static_cast<std::size_t>(limits.keep_alive_max_requests));

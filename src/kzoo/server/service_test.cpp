@@ -5,6 +5,7 @@
 #include <regex>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -100,6 +101,43 @@ TEST_F(ServiceTest, AContentLengthOverTheCapIs413BeforeAnyBodyIsSent) {
   auto r = raw(post_head(100u << 20, bearer_header(token_)));
   EXPECT_EQ(RawConn::status_of(r), 413) << r;
   EXPECT_NE(r.find("\"too_large\""), std::string::npos);
+}
+
+// A client that sends its whole body before reading (as curl without "Expect:
+// 100-continue" and git pushing a pack do) must read the refusal, not a
+// reset: the server reads the rest of a refused body before it closes. The
+// body is several times what the sockets' buffers hold, so a server that
+// closed at the cap would fail one of these sends.
+TEST_F(ServiceTest, AnUploadOverTheCapSentWholeStillReadsIts413) {
+  const std::size_t size = 24u << 20;
+  RawConn c(svc_->port());
+  ASSERT_TRUE(c.send(post_head(size, bearer_header(token_))));
+  const std::string piece(64 * 1024, 'x');
+  for (std::size_t sent = 0; sent < size; sent += piece.size())
+    ASSERT_TRUE(c.send(piece.substr(0, std::min(piece.size(), size - sent))))
+        << "the server stopped reading after " << sent << " bytes";
+  auto r = c.read_response();
+  EXPECT_EQ(RawConn::status_of(r), 413) << r;
+  EXPECT_NE(r.find("over this route's cap of"), std::string::npos) << r;
+}
+
+TEST_F(ServiceTest, APushOverTheCapSentInChunksStillReadsIts413NamingTheSizeAndTheCap) {
+  RawConn c(svc_->port());
+  ASSERT_TRUE(c.send("POST /git/kernel_data/git-receive-pack HTTP/1.1\r\nHost: x\r\n" + bearer_header(token_) +
+                     "Content-Type: application/x-git-receive-pack-request\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  const std::string chunk = "10000\r\n" + std::string(0x10000, 'p') + "\r\n";  // 64 KiB, as git sends
+  const int chunks = 384;                                                        // 24 MiB
+  for (int i = 0; i < chunks; ++i)
+    ASSERT_TRUE(c.send(chunk)) << "the server stopped reading after " << i << " chunks";
+  ASSERT_TRUE(c.send("0\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_EQ(RawConn::status_of(r), 413) << r;
+  const std::uint64_t cap = 64 * 1024 + (1u << 20);  // max_upload_bytes + 1 MiB
+  EXPECT_NE(r.find(fmt::format("the push of {} bytes is over the cap of {} bytes", chunks * 0x10000, cap)),
+            std::string::npos)
+      << r;
+  EXPECT_NE(r.find("push fewer or smaller files"), std::string::npos) << r;
+  EXPECT_NE(r.find("Connection: close"), std::string::npos) << r;
 }
 
 TEST_F(ServiceTest, AFilePartOverTheCapIs413AndLeavesNoFile) {

@@ -120,6 +120,8 @@ class RawConn {
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("connect failed");
     timeval tv{timeout_s, 0};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    // A server that stops reading fails a test's send instead of hanging it.
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   }
   ~RawConn() { ::close(fd_); }
   bool send(const std::string& bytes) {

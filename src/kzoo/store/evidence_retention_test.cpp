@@ -1,6 +1,7 @@
 // Evidence retention (evidence_retention.hpp, KernelRepo::expire_job_evidence
-// and pack): which jobs lose their refs/jobs evidence after keep_days, on both
-// engines, and what deleting and packing do to a real repository.
+// and pack): which jobs -- graded and users' batch jobs -- lose their refs/jobs
+// evidence after keep_days, on both engines, and what deleting and packing do
+// to a real repository.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,6 +40,65 @@ class EvidenceRetentionTest : public StateTest {
     Job j = queued();
     EXPECT_TRUE(db->cancel(j.submission_id, "withdrawn"));
     return j.id;
+  }
+  // {submission, job}: a submission graded to `outcome`.
+  std::pair<std::int64_t, std::int64_t> decided(Outcome outcome) {
+    const std::int64_t job = ended(outcome);
+    return {db->get_job(job)->submission_id, job};
+  }
+  // An outsider's submission, held for a maintainer: not decided.
+  std::int64_t held_submission() {
+    auto s = db->create_submission({"cuda/softmax", "olga", "", "/u/x.tar.gz", kSha});
+    EXPECT_TRUE(s) << s.error().message;
+    EXPECT_TRUE(db->enqueue(s->id, 3, true));
+    return s->id;
+  }
+
+  // Users' batch jobs (batch.hpp).
+  BatchJob batch() {
+    NewBatch b;
+    b.owner = "ann";
+    b.token_id = "00000000000000a1";
+    b.name = b.script = "job.sbatch";
+    b.script_text = "#!/bin/bash\necho hi\n";
+    b.partition = "main";
+    b.time_s = 600;
+    b.cpus = 1;
+    b.memory_mb = 1024;
+    b.base_commit = kCommit;
+    b.package_path = "/uploads/b.tar.gz";
+    b.sha256 = kSha;
+    auto r = db->create_batch(b);
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? *r : BatchJob{};
+  }
+  // A batch job run to `end_state`, leaving a result commit on refs/jobs/<id>, not judged yet.
+  std::int64_t batch_ended(const std::string& end_state) {
+    const std::int64_t id = batch().job.id;
+    auto c = db->claim_job("w", 60);
+    EXPECT_TRUE(c && *c && (*c)->id == id);
+    BatchEnd e;
+    e.end_state = end_state;
+    e.exit_code = end_state == "COMPLETED" ? 0 : 1;
+    e.elapsed_ms = 1000;
+    e.result_commit = std::string(40, 'c');
+    auto f = db->finish_batch(id, "w", e);
+    EXPECT_TRUE(f) << f.error().message;
+    return id;
+  }
+  // The server judged its result as a push, which became `submissions` (none: refused).
+  void judged(std::int64_t batch_id, const std::vector<std::int64_t>& submissions) {
+    ASSERT_TRUE(db->begin_judgement(batch_id));
+    nlohmann::json review = {{"ok", !submissions.empty()}, {"messages", nlohmann::json::array()},
+                             {"submissions", nlohmann::json::array()}};
+    for (auto id : submissions)
+      review["submissions"].push_back({{"id", id}, {"job", 0}, {"kernel", "cuda/softmax"}, {"held", false}});
+    ASSERT_TRUE(db->record_judgement(batch_id, review));
+  }
+  std::int64_t batch_cancelled() {
+    const std::int64_t id = batch().job.id;
+    EXPECT_TRUE(db->cancel_batch(id, "scancel by ann"));
+    return id;
   }
 };
 KZOO_ON_BOTH_ENGINES(EvidenceRetentionTest);
@@ -95,6 +155,67 @@ TEST_P(EvidenceRetentionTest, ThousandsOfJobsArePagedThrough) {
   auto sel = select_expired_evidence(*db, t0 + 40 * kDay, 30);
   ASSERT_TRUE(sel) << sel.error().message;
   EXPECT_EQ(sel->expired, ids);
+}
+
+TEST_P(EvidenceRetentionTest, BatchJobsLoseTheirResultKeepDaysAfterTheyEndUnlessItBecameAnAcceptedSubmission) {
+  const UnixMs t0 = now;
+  const std::int64_t refused = batch_ended("COMPLETED");  // exit 0, but its change was refused
+  judged(refused, {});
+  const std::int64_t failed = batch_ended("FAILED");
+  judged(failed, {});
+  const std::int64_t cancelled = batch_cancelled();
+  const std::int64_t rejected = batch_ended("COMPLETED");
+  const auto rejected_sub = decided(Outcome::rejected);
+  judged(rejected, {rejected_sub.first});
+  const std::int64_t accepted = batch_ended("COMPLETED");
+  const auto other_sub = decided(Outcome::rejected);
+  const auto accepted_sub = decided(Outcome::accepted);
+  judged(accepted, {other_sub.first, accepted_sub.first});
+  const std::int64_t held = batch_ended("COMPLETED");
+  const std::int64_t held_sub = held_submission();
+  judged(held, {held_sub});
+  const std::int64_t unjudged = batch_ended("COMPLETED");
+  now = t0 + 20 * kDay;
+  const std::int64_t recent = batch_ended("FAILED");
+  judged(recent, {});
+  const std::int64_t running = batch().job.id;
+  ASSERT_TRUE(db->claim_job("w", 60));
+  const std::int64_t waiting = batch().job.id;
+
+  auto sel = select_expired_evidence(*db, t0 + 31 * kDay, 30);
+  ASSERT_TRUE(sel) << sel.error().message;
+  // The graded jobs of the rejected submissions age out as graded jobs do.
+  EXPECT_EQ(sel->expired, (std::vector<std::int64_t>{refused, failed, cancelled, rejected, rejected_sub.second,
+                                                     other_sub.second}));
+  EXPECT_EQ(sel->expired_batch, 4);
+  EXPECT_EQ(sel->kept_batch_accepted, 1) << "job " << accepted << ": submission " << accepted_sub.first
+                                         << " on the board came from its result";
+  EXPECT_EQ(sel->kept_batch_pending, 2) << "job " << held << "'s submission is held, job " << unjudged
+                                        << " is not judged yet";
+  EXPECT_EQ(sel->kept_recent, 1) << "job " << recent << " ended 11 days before";
+  for (auto id : {running, waiting}) EXPECT_EQ(std::count(sel->expired.begin(), sel->expired.end(), id), 0) << id;
+
+  // Once the held submission is decided (withdrawn here) and the last result
+  // judged, nothing keeps them: their jobs ended 31 days ago.
+  ASSERT_TRUE(db->cancel(held_sub, "withdrawn"));
+  judged(unjudged, {});
+  auto later = select_expired_evidence(*db, t0 + 31 * kDay, 30);
+  ASSERT_TRUE(later) << later.error().message;
+  EXPECT_EQ(later->expired_batch, 6);
+  EXPECT_EQ(later->kept_batch_pending, 0);
+  EXPECT_EQ(later->kept_batch_accepted, 1) << "kept forever";
+  for (auto id : {held, unjudged}) EXPECT_EQ(std::count(later->expired.begin(), later->expired.end(), id), 1) << id;
+  EXPECT_EQ(std::count(later->expired.begin(), later->expired.end(), accepted), 0);
+}
+
+TEST_P(EvidenceRetentionTest, ThousandsOfBatchJobsArePagedThrough) {
+  const UnixMs t0 = now;
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 1'005; ++i) ids.push_back(batch_cancelled());
+  auto sel = select_expired_evidence(*db, t0 + 40 * kDay, 30);
+  ASSERT_TRUE(sel) << sel.error().message;
+  EXPECT_EQ(sel->expired, ids);
+  EXPECT_EQ(sel->expired_batch, 1'005);
 }
 
 class EvidenceExpiryRepoTest : public ::testing::Test {
