@@ -31,7 +31,7 @@ namespace {
 using json = nlohmann::json;
 
 
-std::string excerpt(const json& v, std::size_t max = 80) {
+std::string value_excerpt(const json& v, std::size_t max = 80) {
   std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
   if (s.size() > max) {
     std::size_t cut = max;
@@ -237,7 +237,7 @@ std::string found(const std::string& keyword, const json* value) {
   if (keyword == "minLength" || keyword == "maxLength") {
     if (value->is_string()) {
       return "found a string of " + std::to_string(code_points(value->get<std::string>())) + " characters, " +
-             excerpt(*value);
+             value_excerpt(*value);
     }
   }
   if (keyword == "minItems" || keyword == "maxItems") {
@@ -246,7 +246,7 @@ std::string found(const std::string& keyword, const json* value) {
   if (keyword == "minProperties" || keyword == "maxProperties") {
     return "found an object with " + std::to_string(value->size()) + " properties";
   }
-  return "found " + type_name(*value) + " " + excerpt(*value);
+  return "found " + type_name(*value) + " " + value_excerpt(*value);
 }
 
 }  // namespace
@@ -269,7 +269,7 @@ Violations SchemaSet::validate(const json& doc, std::string_view name, const std
       guarded.insert(ls.pointer);
       out.push_back({file, ls.pointer, "schema.pattern",
                      "found a string of " + std::to_string(ls.length) + " bytes, " +
-                         excerpt(doc.at(json::json_pointer(ls.pointer))) + "; expected a string matching " +
+                         value_excerpt(doc.at(json::json_pointer(ls.pointer))) + "; expected a string matching " +
                          ls.pattern + " of at most " + std::to_string(kMaxPatternInput) + " bytes"});
     }
     target = &blanked;
@@ -308,7 +308,7 @@ Violations SchemaSet::validate(const json& doc, std::string_view name, const std
       detail = "required property \"" + prop + "\" is missing";
       const json* prop_schema = node ? schema_at(entry.doc, pointer + "/" + json_pointer_token(prop)) : nullptr;
       if (prop_schema && prop_schema->contains("description")) {
-        detail += " (" + excerpt(prop_schema->at("description"), 160) + ")";
+        detail += " (" + value_excerpt(prop_schema->at("description"), 160) + ")";
       }
     } else if (keyword == "additionalProperties") {
       // "...'properties' or 'additionalProperties' constraints: 'NAME'."

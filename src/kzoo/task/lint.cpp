@@ -395,6 +395,7 @@ class Linter {
           std::string("the rowwise comparator needs row_pass, the fraction of rows that must pass, in (0, 1]; got ") +
               (tol.row_pass ? fmt(*tol.row_pass) : "none"));
     }
+    elementwise_atol(ptr);
     if (tol.comparator == "exact") return;  // exact equality: E and D do not bound a threshold
     if (!tol.measured_floor_E || !tol.measured_drop_D) {
       add(ptr, "uncalibrated",
@@ -406,6 +407,25 @@ class Linter {
     }
     for (auto& f : check_tolerance(tol.value, *tol.measured_floor_E, *tol.measured_drop_D, o_.tolerance))
       add(ptr + "/value", f.rule, f.detail);
+  }
+
+  // A task's own elementwise atol (instead of the board's 1e-2) says why, in the task: the rules
+  // allow one only where calibration proves 1e-2 impossible (scaffold.cpp writes the why into
+  // the package's benchmark.py).
+  void elementwise_atol(const std::string& ptr) {
+    const json& doc = t_.doc;
+    if (!doc.contains("grading") || !doc["grading"].is_object() || !doc["grading"].contains("tolerance")) return;
+    const json& tol = doc["grading"]["tolerance"];
+    if (!tol.is_object() || !tol.contains("elementwise_atol")) return;
+    if (!tol["elementwise_atol"].is_number() || tol["elementwise_atol"].get<double>() <= 0)
+      add(ptr + "/elementwise_atol", "elementwise-atol",
+          "elementwise_atol must be a positive number (the per-element absolute bound the judge holds every "
+          "output to, instead of the board's 1e-2); got " + tol["elementwise_atol"].dump());
+    const json why = tol.value("elementwise_atol_why", json());
+    if (!why.is_string() || why.get<std::string>().size() < 20)
+      add(ptr + "/elementwise_atol_why", "elementwise-atol-why",
+          "a task that sets elementwise_atol says why the board's atol 1e-2 is impossible for it in "
+          "elementwise_atol_why (what calibration measured, at which shape); add it or drop elementwise_atol");
   }
 
   // ---- T4 asserts near-unbeatability: the schema says that set is hand-reviewed, not left to a heuristic

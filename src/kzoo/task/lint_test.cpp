@@ -259,6 +259,15 @@ TEST(TaskLint, ToleranceNeedsCalibration) {
   EXPECT_THAT(vs[0].detail, ::testing::HasSubstr("measured_drop_D"));
 }
 
+TEST(TaskLint, ATasksOwnElementwiseAtolSaysWhy) {
+  auto vs = expect_only("task.elementwise-atol-why", [](json& d) { d["grading"]["tolerance"]["elementwise_atol"] = 0.1; });
+  EXPECT_THAT(vs[0].detail, ::testing::HasSubstr("elementwise_atol_why"));
+  json doc = valid_task();
+  doc["grading"]["tolerance"]["elementwise_atol"] = 0.1;
+  doc["grading"]["tolerance"]["elementwise_atol_why"] = "calibration at K=4097 put an element 0.0178 off";
+  EXPECT_TRUE(lint_json(doc).empty()) << to_json(lint_json(doc)).dump(2);
+}
+
 TEST(TaskLint, ToleranceMustSitAboveTwiceTheFloor) {
   auto vs = expect_only("task.tolerance-floor", [](json& d) { d["grading"]["tolerance"]["measured_floor_E"] = 0.006; });
   EXPECT_THAT(vs[0].detail, ::testing::HasSubstr("0.012"));

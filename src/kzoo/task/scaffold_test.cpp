@@ -88,8 +88,23 @@ TEST(ScaffoldRender, QuantisationComesFromTheQuantisedInputs) {
             json({{"scheme", "float8_e4m3fn"}, {"granularity", "per_block"}, {"block_size", 128}}));
 }
 
+TEST(ScaffoldRender, ATasksOwnElementwiseAtolAndItsWhyLandInTheTestCases) {
+  // fp8-blockscale-gemm declares atol 0.1 (grading.tolerance.elementwise_atol): its test cases carry
+  // it, and benchmark.py says why above them, as comments the literal parser skips.
+  Task t = catalog_task("fp8-blockscale-gemm");
+  auto files = render_package(t, "h200/gemm/blockscale/fp8/fp8_blockscale_gemm_eager");
+  ASSERT_TRUE(files);
+  const std::string& py = files->at(".kernel_package/benchmark.py");
+  auto metas = format::extract_py_assignment(py, "KERNEL_ZOO_TEST_CASE_METAS", "benchmark.py");
+  ASSERT_TRUE(metas) << to_string(metas.error());
+  for (const json& m : *metas) EXPECT_DOUBLE_EQ(m["tolerance"]["correctness_atol"].get<double>(), 0.1);
+  EXPECT_THAT(py, HasSubstr("# The board's elementwise guardrail is atol 1e-2 + rtol 1e-2; task fp8-blockscale-gemm declares\n"
+                            "# atol 0.1 (grading.tolerance.elementwise_atol). Outputs here"));
+}
+
 TEST(ScaffoldRender, BenchmarkMetasAreOneLiteralCasePerGradedShape) {
   Task t = catalog_task("fp8-blockscale-gemm");
+  t.doc["grading"]["tolerance"].erase("elementwise_atol");  // the board's own bound, below
   auto files = render_package(t, "h200/gemm/blockscale/fp8/fp8_blockscale_gemm_eager");
   ASSERT_TRUE(files);
   const std::string& py = files->at(".kernel_package/benchmark.py");

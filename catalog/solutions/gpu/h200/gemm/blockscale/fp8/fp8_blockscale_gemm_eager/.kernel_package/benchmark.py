@@ -8,13 +8,14 @@ seed, the reference, the comparison, the timing -- is the judge's
 Logs go to stderr; stdout carries exactly one benchmark-output JSON document.
 """
 
-# The board's elementwise guardrail is atol 1e-2 + rtol 1e-2; this task declares atol 0.1 (the
-# rules' prose allows it where calibration proves 1e-2 impossible). Its outputs have a standard
-# deviation of 40-120 and each is a sum of K products whose magnitudes add up to 1e3-2e4; an
-# element near zero is a cancellation, and Hopper's fp8 tensor cores keep about 14 bits while
-# they accumulate: the catalog's solution, promoted to float32 every 32 products, was 0.0178
-# off at an element whose reference is 0.00045 (K=4097; H200, 2026-12-02). 0.1 is under a
-# thousandth of the outputs' spread, so a wrong scale or block still fails by orders of magnitude.
+# The board's elementwise guardrail is atol 1e-2 + rtol 1e-2; task fp8-blockscale-gemm declares
+# atol 0.1 (grading.tolerance.elementwise_atol). Outputs here have a standard deviation of
+# 40-120 and each is a sum of K products whose magnitudes add up to 1e3-2e4, so an element near
+# zero is a cancellation, and Hopper's fp8 tensor cores keep about 14 bits while they
+# accumulate: the catalog's Triton solution, promoted to float32 every 32 products, was 0.0178
+# off at an element whose reference is 0.00045 (K=4097; without the promotion 0.0293 at K=1000;
+# H200, 2026-12-02). 0.1 is under a thousandth of the outputs' spread, so a wrong scale or block
+# still fails by orders of magnitude; at the graded shapes that solution reached 0.77 of it.
 KERNEL_ZOO_TEST_CASE_METAS = [
     {
         "test_case_id": "synthetic-0",
