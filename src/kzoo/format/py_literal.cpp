@@ -27,7 +27,7 @@ const std::string kFix =
     "; the judge reads it without running Python, so write the value itself using only dicts, lists, tuples, "
     "strings, numbers, True, False and None";
 
-bool is_any(std::string_view s, std::initializer_list<std::string_view> set) {
+bool is_one_of(std::string_view s, std::initializer_list<std::string_view> set) {
   return std::find(set.begin(), set.end(), s) != set.end();
 }
 
@@ -142,9 +142,9 @@ class Parser {
       if (x == "(") return refuse(t, "a call '(...)'");
       if (x == ".") return refuse(t, "attribute access '.'");
       if (x == "[") return refuse(t, "a subscript '[...]'");
-      if (is_any(x, {"+", "-", "*", "/", "//", "%", "**", "@", "&", "|", "^", "<<", ">>"}))
+      if (is_one_of(x, {"+", "-", "*", "/", "//", "%", "**", "@", "&", "|", "^", "<<", ">>"}))
         return refuse(t, "the binary operator '" + std::string(x) + "'");
-      if (is_any(x, {"==", "!=", "<", ">", "<=", ">="})) return refuse(t, "the comparison '" + std::string(x) + "'");
+      if (is_one_of(x, {"==", "!=", "<", ">", "<=", ">="})) return refuse(t, "the comparison '" + std::string(x) + "'");
       if (x == ":=") return refuse(t, "the walrus operator ':='");
       if (x == "=" || (x.size() >= 2 && x.back() == '=')) return refuse(t, "an assignment '" + std::string(x) + "'");
     } else if (t.kind == Kind::Name) {
@@ -228,7 +228,7 @@ class Parser {
       return name == "None" ? json(nullptr) : json(name == "True");
     }
     std::string n = "'" + excerpt(name) + "'";
-    if (is_any(name, {"inf", "nan", "Infinity", "NaN"}))
+    if (is_one_of(name, {"inf", "nan", "Infinity", "NaN"}))
       return refuse(t, "the name " + n + " (JSON has no infinity or NaN)");
     if (name == "lambda") return refuse(t, "a lambda");
     if (name == "not") return refuse(t, "the operator 'not'");

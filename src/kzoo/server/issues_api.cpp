@@ -40,7 +40,7 @@ json comment_json(const store::IssueComment& c) {
 void issue_state_error(httplib::Response& res, const store::StateError& e) { send_state_error(res, e, "unknown_issue", "closed"); }
 
 // The request's body as a JSON object of at most 64 KiB, or nullopt with `res` filled.
-std::optional<json> object_body(const httplib::Request& req, httplib::Response& res, const char* shape) {
+std::optional<json> shaped_object_body(const httplib::Request& req, httplib::Response& res, const char* shape) {
   auto body = format::parse_json(req.body.empty() ? std::string("{}") : req.body, "request body",
                                  {.max_bytes = 64u << 10, .max_depth = 8});
   if (!body || !body->is_object()) {
@@ -163,7 +163,7 @@ void Api::get_issue(const httplib::Request& req, httplib::Response& res) {
 void Api::post_issue(const httplib::Request& req, httplib::Response& res) {
   auto c = require(req, res, access::Action::open_issue);
   if (!c) return;
-  auto body = object_body(req, res, "{\"title\", \"body\"}");
+  auto body = shaped_object_body(req, res, "{\"title\", \"body\"}");
   if (!body) return;
   auto title = text_field(*body, "title", 1, store::kIssueTitleMax, "a title", res);
   if (!title) return;
@@ -185,7 +185,7 @@ void Api::post_issue(const httplib::Request& req, httplib::Response& res) {
 void Api::post_issue_comment(const httplib::Request& req, httplib::Response& res) {
   auto c = require(req, res, access::Action::comment);
   if (!c) return;
-  auto body = object_body(req, res, "{\"body\"}");
+  auto body = shaped_object_body(req, res, "{\"body\"}");
   if (!body) return;
   auto text = text_field(*body, "body", 1, store::kIssueCommentMax, "a comment", res);
   if (!text) return;
@@ -211,7 +211,7 @@ void Api::post_issue_close(const httplib::Request& req, httplib::Response& res) 
   ctx.issue_author = i->author;
   auto d = access::authorize(c->who, access::Action::close_issue, ctx);
   if (!d.allowed()) return send_error(res, d.status, d.code, fmt::format("{} (issue {})", d.reason, i->id));
-  auto body = object_body(req, res, "{\"why\"}");
+  auto body = shaped_object_body(req, res, "{\"why\"}");
   if (!body) return;
   auto why = text_field(*body, "why", 0, store::kIssueCloseReasonMax, "a close reason", res, json(""));
   if (!why) return;

@@ -105,7 +105,7 @@ json quantization(const Task& task) {
   return {{"scheme", "none"}};
 }
 
-std::string shape_text(const TensorSpec& t) {
+std::string spec_shape_text(const TensorSpec& t) {
   std::string out = "[";
   for (std::size_t i = 0; i < t.shape.size(); ++i) {
     out += (i ? ", " : "") + (t.shape[i].is_string() ? t.shape[i].get<std::string>() : t.shape[i].dump());
@@ -122,13 +122,13 @@ std::string description(const Task& task) {
   for (std::size_t i = 0; i < task.inputs.size(); ++i) d << (i ? ", " : "") << task.inputs[i].name;
   d << ").\n";
   for (const auto& in : task.inputs) {
-    d << "  in  " << in.name << ": " << in.dtype << " " << shape_text(in);
+    d << "  in  " << in.name << ": " << in.dtype << " " << spec_shape_text(in);
     if (std::find(task.in_place_outputs.begin(), task.in_place_outputs.end(), in.name) != task.in_place_outputs.end()) {
       d << " (updated in place)";
     }
     d << "\n";
   }
-  for (const auto& out : task.outputs) d << "  out " << out.name << ": " << out.dtype << " " << shape_text(out) << "\n";
+  for (const auto& out : task.outputs) d << "  out " << out.name << ": " << out.dtype << " " << spec_shape_text(out) << "\n";
   d << "Metric: " << task.metric;
   if (!task.canonical_work.empty()) d << ", work = " << task.canonical_work;
   d << ". Correctness: " << task.tolerance.comparator << " error <= " << json(task.tolerance.value).dump()

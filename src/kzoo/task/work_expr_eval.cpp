@@ -32,7 +32,7 @@ namespace {
 using V = ExprValue;
 using EV = tl::expected<V, ExprError>;
 
-V number(double d) { return V{V::Kind::kNumber, d, false, nullptr}; }
+V number_value(double d) { return V{V::Kind::kNumber, d, false, nullptr}; }
 V boolean(bool b) { return V{V::Kind::kBool, 0, b, nullptr}; }
 
 class Evaluator {
@@ -42,13 +42,13 @@ class Evaluator {
   EV eval(int index) {
     const Node& n = ast_.nodes[index];
     switch (n.op) {
-      case Op::kNum: return number(n.num);
+      case Op::kNum: return number_value(n.num);
       case Op::kBool: return boolean(n.num != 0);
       case Op::kName: return lookup(n);
       case Op::kNeg: {
         auto v = want_number(n.kids[0], "'-'");
         if (!v) return Unexpected(v.error());
-        return number(-*v);
+        return number_value(-*v);
       }
       case Op::kNot: {
         auto v = want_bool(n.kids[0], "'!'");
@@ -97,7 +97,7 @@ class Evaluator {
     }
     const auto& v = dims_.at(n.name);
     if (v.is_boolean()) return boolean(v.get<bool>());
-    if (v.is_number()) return number(v.get<double>());
+    if (v.is_number()) return number_value(v.get<double>());
     if (v.is_array()) return V{V::Kind::kList, 0, false, &v};
     return err(ExprErrorKind::kType, n.column,
                "dim '" + n.name + "' is " + std::string(v.type_name()) +
@@ -128,7 +128,7 @@ class Evaluator {
 
   EV finite(const Node& n, double d, const char* what) const {
     if (!std::isfinite(d)) return err(ExprErrorKind::kNonFinite, n.column, std::string(what) + " is not finite");
-    return number(d);
+    return number_value(d);
   }
 
   EV equality(const Node& n) {
@@ -224,7 +224,7 @@ class Evaluator {
         return err(ExprErrorKind::kType, ast_.nodes[n.kids[0]].column,
                    f + "() needs a list, got " + kind_name(*v));
       }
-      if (f == "len") return number(static_cast<double>(v->list->size()));
+      if (f == "len") return number_value(static_cast<double>(v->list->size()));
       auto xs = list_numbers(n, *v, n.kids[0]);
       if (!xs) return Unexpected(xs.error());
       double s = 0;
@@ -235,7 +235,7 @@ class Evaluator {
       if (auto a = arity(1); !a) return Unexpected(a.error());
       auto x = want_number(n.kids[0], f + "()");
       if (!x) return Unexpected(x.error());
-      return number(f == "ceil" ? std::ceil(*x) : std::floor(*x));
+      return number_value(f == "ceil" ? std::ceil(*x) : std::floor(*x));
     }
     if (f == "cdiv") {
       if (auto a = arity(2); !a) return Unexpected(a.error());
@@ -272,7 +272,7 @@ class Evaluator {
       }
       double best = xs.front();
       for (double x : xs) best = is_max ? std::max(best, x) : std::min(best, x);
-      return number(best);
+      return number_value(best);
     }
     return err(ExprErrorKind::kName, n.column,
                "unknown function '" + f + "' (functions are sum, len, min, max, ceil, floor, cdiv)");
