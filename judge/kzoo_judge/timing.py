@@ -146,9 +146,10 @@ def window_ns(stream_ns, tails_ns, floors):
     With calibrated floors every call of the batch is charged the batch's MEDIAN excess of
     tail over floor (none when that is below zero), not its own. Why: an honest tail jitters
     by tens to 150 microseconds from call to call on an H200 (the host's spin, sync and the
-    end event's launch); charged per call above a floor, that jitter put 5-33% of spread into
-    300-800 us kernels and moved their medians 1-12% above Nsight Compute (docs/GPU.md,
-    2026-12-02). Work hidden on a side stream in most calls moves the median excess by its
+    end event's launch), and charged per call above a floor it is the likeliest source of the
+    5-33% spread of 300-800 us kernels' grades, whose stream windows alone spread ~1%, and of
+    medians 1-12% above Nsight Compute (docs/GPU.md, 2026-12-02; inferred, not yet traced call
+    by call on a GPU). Work hidden on a side stream in most calls moves the median excess by its
     length and is charged to every call; hidden in fewer than half, it cannot lower the
     median of the case's figures, which is what the judge reports.
     Uncalibrated (None): each call's device-wide window.
