@@ -11,6 +11,13 @@
   catalog_helper.py events TASK_DIR SRC_DIR [--shape I] [--calls N]
       A package's entry point (an eager package's src/, or a solution's) timed the same way, in this
       process: the figure that stands in for a grade the part's deadline skipped. One JSON line.
+  catalog_helper.py lab TASK_DIR SRC_DIR... [--calls N] [--seeds N] [--baseline SRC] [--deadline-s S]
+      A kernel's lab bench: each SRC_DIR (a solution's src/, or a candidate's) checked against the
+      reference at every correctness shape (--seeds seeds each) and every graded shape, then timed at
+      every graded shape as `events` does; the task's eager package (catalog/kernel_data, or
+      --baseline) timed the same way at each graded shape, with the roofline. One JSON line per
+      (source, graded shape), then one per source with its correctness: `max_measure` against
+      `tolerance`. Stops starting new work at --deadline-s.
   catalog_helper.py fastmath TASK_DIR SOLUTION_SRC [--seeds N]
       Does the task's tolerance admit honest fast-math kernels? The comparator's measure, largest over
       seeds at every correctness shape and graded shape 0, of (a) the solution (exp2 approximations,
@@ -227,6 +234,89 @@ def fastmath(task_dir, src, seeds):
     return out
 
 
+def _eager_src(task):
+    """The task's eager package's src/ in catalog/kernel_data (the one whose src/ holds the task's module)."""
+    base = os.path.join(ROOT, "catalog", "kernel_data")
+    for dirpath, _dirs, files in os.walk(base):
+        if os.path.basename(dirpath) == "src" and task.module in files and "_eager" in dirpath:
+            with open(os.path.join(os.path.dirname(dirpath), ".kernel_package", "desc.yaml")) as f:
+                if "ref: %s\n" % task.name in f.read():
+                    return dirpath
+    return None
+
+
+def _error_line(e):
+    text = str(e).strip()
+    return "%s: %s" % (type(e).__name__, text.splitlines()[-1][:300] if text else "")
+
+
+def lab(task_dir, srcs, calls, seeds, baseline, deadline_s):
+    t_start = time.time()
+    task = task_mod.load(os.path.join(task_dir, "task.json"))
+    ref = reference.load(task)
+    specs = reference.expected_specs(task)
+    name, w = task.workload(None)
+    correctness = [task.bind(w, s) for s in w["correctness"]]
+    graded = [task.bind(w, s) for s in w["graded"]]
+    _, dc = device_class()
+    baseline = baseline or _eager_src(task)
+    lines = []
+    fns = {}
+    for src in ([baseline] if baseline else []) + list(srcs):
+        try:
+            fns[src] = _load_solution(task, src)
+        except Exception as e:  # noqa: BLE001 - a candidate that fails to load is a line, not a stop
+            lines.append({"task": task.name, "src": src, "error": "load: " + _error_line(e)})
+            traceback.print_exc(file=sys.stderr)
+    for src in srcs:
+        if src not in fns:
+            continue
+        out = {"task": task.name, "src": src, "tolerance": task.tolerance, "comparator": task.comparator}
+        worst, where = 0.0, None
+        try:
+            for si, dims in enumerate(correctness + graded):
+                for k in range(seeds if si < len(correctness) else 1):
+                    if time.time() - t_start > deadline_s:
+                        raise Timeout("deadline before correctness shape %s" % dims)
+                    m = _measure(fns[src], ref, task, dims, 7919 * (si + 1) + k, specs)
+                    if not (m <= worst):
+                        worst, where = m, dims
+            out["max_measure"], out["worst_shape"] = worst, where
+            out["correct"] = worst <= task.tolerance
+        except Exception as e:  # noqa: BLE001
+            out["error"] = _error_line(e)
+            traceback.print_exc(file=sys.stderr)
+        lines.append(out)
+        print(json.dumps(out), flush=True)
+    for gi, dims in enumerate(graded):
+        roof_s, _how = gates.roofline_seconds(task, dims, dc)
+        try:
+            sets, flush = _ring(task, dims)
+        except Exception as e:  # noqa: BLE001
+            print(json.dumps({"task": task.name, "shape_index": gi, "error": "inputs: " + _error_line(e)}), flush=True)
+            continue
+        for src, fn in fns.items():
+            out = {"task": task.name, "src": src, "shape_index": gi, "shape": dims,
+                   "roofline_us": roof_s * 1e6 if roof_s else None, "baseline": src == baseline}
+            try:
+                if time.time() - t_start > deadline_s:
+                    raise Timeout("deadline before timing")
+                with torch.no_grad():
+                    for s in sets[:2]:  # first calls: builds, autotuning
+                        fn(*[t.clone() for t in s])
+                    torch.cuda.synchronize()
+                    out["events_us"] = _median_us(fn, sets, calls, flush)
+                if out["roofline_us"]:
+                    out["pct_roofline"] = round(100 * out["roofline_us"] / out["events_us"], 1)
+            except Exception as e:  # noqa: BLE001
+                out["error"] = _error_line(e)
+                traceback.print_exc(file=sys.stderr)
+            print(json.dumps(out), flush=True)
+        del sets
+        torch.cuda.empty_cache()
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -245,7 +335,16 @@ def main():
     f.add_argument("task_dir")
     f.add_argument("src")
     f.add_argument("--seeds", type=int, default=2)
+    lb = sub.add_parser("lab")
+    lb.add_argument("task_dir")
+    lb.add_argument("srcs", nargs="+")
+    lb.add_argument("--calls", type=int, default=20)
+    lb.add_argument("--seeds", type=int, default=2)
+    lb.add_argument("--baseline", default=None)
+    lb.add_argument("--deadline-s", type=float, default=300)
     a = p.parse_args()
+    if a.cmd == "lab":
+        return lab(a.task_dir, a.srcs, a.calls, a.seeds, a.baseline, a.deadline_s)
     if a.cmd == "time":
         for d in a.task_dirs:
             print(json.dumps(time_task(d, a.calls, a.warm_only, a.task_timeout, a.shape)), flush=True)
