@@ -228,6 +228,7 @@ class Harness:
         warm_us = float(opts.get("warm_us", 0)) if cuda else 0.0
         # A paced call started and ended through the doorbell (bell.py): one call per "go".
         ring = int(opts.get("bell", 0)) if self.bell is not None and len(self.sets) == 1 else 0
+        trace, enqueue = bool(opts.get("trace")), []
         if cuda:
             # Per call: start, the stream's end (right after the call, in stream order) and the
             # device's end (after a device-wide sync). The judge takes the stream's figure unless
@@ -253,10 +254,15 @@ class Harness:
                     if not self.bell.arm_and_wait(ring, float(opts.get("ring_timeout_s", 60))):
                         return ("error", "the judge did not ring the doorbell")
                 if cuda:
+                    h0 = _clock()
                     self._pad(pad_us)
                     starts[i].record()
                     r = fn(*args)
                     mids[i].record()
+                    if trace:
+                        # The host's time from the pad's launch to the call's return: past the
+                        # pad's length, the stream window opened on an idle device (launch in it).
+                        enqueue.append((_clock() - h0) / 1e3)
                     self._drain(mids[i])
                     ends[i].record()
                     if per_call:
@@ -281,6 +287,9 @@ class Harness:
                 return bad
             outs.append(r)
         self._sync()
+        if enqueue:
+            print("kzoo-child: trace: host enqueue %s us (pad %.0f us)" % (["%.1f" % x for x in enqueue], pad_us),
+                  file=sys.stderr, flush=True)
         if cuda:
             times = [int(s.elapsed_time(m) * 1e6) for s, m in zip(starts, mids)]
             tails = [int(m.elapsed_time(e) * 1e6) for m, e in zip(mids, ends)]

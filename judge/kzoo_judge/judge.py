@@ -403,7 +403,8 @@ class Judge:
         current call ran. The output slot of each call in `keep` (None: all) is copied into the
         judge's shadow the moment the call is over. Returns (sets, stream ns, tail ns, outputs,
         the judge's clock), per call."""
-        opts = opts or {"poison": 0, "flush": True, "pad_us": self.opt.pad_us, "warm_us": self.opt.warm_us}
+        opts = opts or {"poison": 0, "flush": True, "pad_us": self.opt.pad_us, "warm_us": self.opt.warm_us,
+                        "trace": self.opt.trace}
         sets, stream, tails, outs, wall = [], [], [], [], 0
         spin = self.spin_s
         cpu = self.device == "cpu"
