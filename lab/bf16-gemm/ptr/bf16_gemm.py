@@ -11,16 +11,25 @@
 # N % 8 == 0 for the TMA store (otherwise a masked pointer store). Shapes whose
 # K is not a multiple of 8 take a plain pointer-based kernel.
 
+import sys
+
 import torch
 import triton
 import triton.language as tl
-from triton.tools.tensor_descriptor import TensorDescriptor
+
+try:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # a Triton without host-side tensor descriptors: pointer kernel only
+    TensorDescriptor = None
 
 # Tile config of the TMA kernel: (BM, BN, BK, num_warps, num_stages).
 TMA_CFG = (128, 256, 64, 8, 3)
 GROUP_M = 8
 WARP_SPECIALIZE = False  # Triton's automatic warp specialisation of the tile loop
 USE_TMA = False  # False: the pointer kernel for every shape
+# True: a TMA kernel that fails to build (an API this Triton lacks, shared memory) says so on
+# stderr once and the pointer kernel serves from then on; False: the error propagates (lab).
+FALLBACK = False
 # Tile config of the pointer kernel: (BM, BN, BK, num_warps, num_stages).
 PTR_CFG = (128, 256, 64, 8, 3)
 
@@ -114,6 +123,23 @@ def _tma_ok(t):
     return t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0
 
 
+_TMA_BROKEN = []  # the error of a TMA kernel that failed to build, once FALLBACK took over
+
+
+def _gemm_via_tma(A, B, out, M, N, K):
+    BM, BN, BK, warps, stages = TMA_CFG
+    a_desc = TensorDescriptor.from_tensor(A, [BM, BK])
+    b_desc = TensorDescriptor.from_tensor(B, [BN, BK])
+    tma_store = _tma_ok(out)
+    c_desc = TensorDescriptor.from_tensor(out, [BM, BN // 2]) if tma_store else None
+    n_sms = _num_sms(A.device)
+    grid = (min(n_sms, triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
+    _gemm_tma[grid](a_desc, b_desc, c_desc, out, M, N, K,
+                    BM=BM, BN=BN, BK=BK, GROUP_M=GROUP_M, NUM_SMS=n_sms,
+                    TMA_STORE=tma_store, WS=WARP_SPECIALIZE,
+                    num_warps=warps, num_stages=stages)
+
+
 def bf16_gemm(A, B):
     M, K = A.shape
     N = B.shape[0]
@@ -123,21 +149,18 @@ def bf16_gemm(A, B):
     if K == 0:
         return out.zero_()
     A, B = A.contiguous(), B.contiguous()
-    if USE_TMA and _tma_ok(A) and _tma_ok(B):
-        BM, BN, BK, warps, stages = TMA_CFG
-        a_desc = TensorDescriptor.from_tensor(A, [BM, BK])
-        b_desc = TensorDescriptor.from_tensor(B, [BN, BK])
-        tma_store = _tma_ok(out)
-        c_desc = TensorDescriptor.from_tensor(out, [BM, BN // 2]) if tma_store else None
-        n_sms = _num_sms(A.device)
-        grid = (min(n_sms, triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
-        _gemm_tma[grid](a_desc, b_desc, c_desc, out, M, N, K,
-                        BM=BM, BN=BN, BK=BK, GROUP_M=GROUP_M, NUM_SMS=n_sms,
-                        TMA_STORE=tma_store, WS=WARP_SPECIALIZE,
-                        num_warps=warps, num_stages=stages)
-    else:
-        BM, BN, BK, warps, stages = PTR_CFG
-        grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
-        _gemm_ptr[grid](A, B, out, M, N, K, BM=BM, BN=BN, BK=BK, GROUP_M=GROUP_M,
-                        num_warps=warps, num_stages=stages)
+    if USE_TMA and not _TMA_BROKEN and TensorDescriptor is not None and _tma_ok(A) and _tma_ok(B):
+        try:
+            _gemm_via_tma(A, B, out, M, N, K)
+            return out
+        except Exception as e:  # noqa: BLE001 - a build failure (compile, resources), before any launch
+            if not FALLBACK:
+                raise
+            _TMA_BROKEN.append(e)
+            print("bf16_gemm: the TMA kernel failed (%s: %s); the pointer kernel from now on"
+                  % (type(e).__name__, str(e).strip()[:300]), file=sys.stderr)
+    BM, BN, BK, warps, stages = PTR_CFG
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    _gemm_ptr[grid](A, B, out, M, N, K, BM=BM, BN=BN, BK=BK, GROUP_M=GROUP_M,
+                    num_warps=warps, num_stages=stages)
     return out

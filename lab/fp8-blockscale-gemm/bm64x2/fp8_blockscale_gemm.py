@@ -16,10 +16,16 @@
 # for the bf16 output (otherwise a masked pointer store). Other shapes take a
 # pointer-based kernel with the same maths.
 
+import sys
+
 import torch
 import triton
 import triton.language as tl
-from triton.tools.tensor_descriptor import TensorDescriptor
+
+try:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # a Triton without host-side tensor descriptors: pointer kernel only
+    TensorDescriptor = None
 
 BLOCK = 128
 # Tile config of the TMA kernel: (BM, BN, num_warps, num_stages); BK is BLOCK.
@@ -30,6 +36,9 @@ WARP_SPECIALIZE = False  # Triton's automatic warp specialisation of the tile lo
 # overlap the other's wgmma, where the tile's registers and shared memory allow two.
 PROGRAMS_PER_SM = 2
 USE_TMA = True  # False: the pointer kernel for every shape
+# True: a TMA kernel that fails to build (an API this Triton lacks, shared memory) says so on
+# stderr once and the pointer kernel serves from then on; False: the error propagates (lab).
+FALLBACK = False
 # Tile config of the pointer kernel: (BM, BN, num_warps, num_stages).
 PTR_CFG = (128, 128, 8, 3)
 
@@ -141,6 +150,23 @@ def _as_fp8(t):
     return t
 
 
+_TMA_BROKEN = []  # the error of a TMA kernel that failed to build, once FALLBACK took over
+
+
+def _gemm_via_tma(A, B, out, A_scale, B_scale, M, N, K, kb):
+    BM, BN, warps, stages = TMA_CFG
+    a_desc = TensorDescriptor.from_tensor(A, [BM, BLOCK])
+    b_desc = TensorDescriptor.from_tensor(B, [BN, BLOCK])
+    tma_store = _tma_ok(out)
+    c_desc = TensorDescriptor.from_tensor(out, [BM, BN]) if tma_store else None
+    n_progs = PROGRAMS_PER_SM * _num_sms(A.device)
+    grid = (min(n_progs, triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
+    _fp8_tma[grid](a_desc, b_desc, c_desc, out, A_scale, B_scale, M, N, K, kb,
+                   BM=BM, BN=BN, BK=BLOCK, GROUP_M=GROUP_M, NUM_SMS=n_progs,
+                   TMA_STORE=tma_store, WS=WARP_SPECIALIZE,
+                   num_warps=warps, num_stages=stages)
+
+
 def fp8_blockscale_gemm(A, A_scale, B, B_scale):
     M, K = A.shape
     N = B.shape[0]
@@ -153,21 +179,18 @@ def fp8_blockscale_gemm(A, A_scale, B, B_scale):
     A, B = _as_fp8(A.contiguous()), _as_fp8(B.contiguous())
     A_scale = A_scale.float().contiguous()
     B_scale = B_scale.float().contiguous()
-    if USE_TMA and _tma_ok(A) and _tma_ok(B):
-        BM, BN, warps, stages = TMA_CFG
-        a_desc = TensorDescriptor.from_tensor(A, [BM, BLOCK])
-        b_desc = TensorDescriptor.from_tensor(B, [BN, BLOCK])
-        tma_store = _tma_ok(out)
-        c_desc = TensorDescriptor.from_tensor(out, [BM, BN]) if tma_store else None
-        n_progs = PROGRAMS_PER_SM * _num_sms(A.device)
-        grid = (min(n_progs, triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
-        _fp8_tma[grid](a_desc, b_desc, c_desc, out, A_scale, B_scale, M, N, K, kb,
-                       BM=BM, BN=BN, BK=BLOCK, GROUP_M=GROUP_M, NUM_SMS=n_progs,
-                       TMA_STORE=tma_store, WS=WARP_SPECIALIZE,
-                       num_warps=warps, num_stages=stages)
-    else:
-        BM, BN, warps, stages = PTR_CFG
-        grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
-        _fp8_ptr[grid](A, B, out, A_scale, B_scale, M, N, K, kb,
-                       BM=BM, BN=BN, BK=BLOCK, GROUP_M=GROUP_M, num_warps=warps, num_stages=stages)
+    if USE_TMA and not _TMA_BROKEN and TensorDescriptor is not None and _tma_ok(A) and _tma_ok(B):
+        try:
+            _gemm_via_tma(A, B, out, A_scale, B_scale, M, N, K, kb)
+            return out
+        except Exception as e:  # noqa: BLE001 - a build failure (compile, resources), before any launch
+            if not FALLBACK:
+                raise
+            _TMA_BROKEN.append(e)
+            print("fp8_blockscale_gemm: the TMA kernel failed (%s: %s); the pointer kernel from now on"
+                  % (type(e).__name__, str(e).strip()[:300]), file=sys.stderr)
+    BM, BN, warps, stages = PTR_CFG
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    _fp8_ptr[grid](A, B, out, A_scale, B_scale, M, N, K, kb,
+                   BM=BM, BN=BN, BK=BLOCK, GROUP_M=GROUP_M, num_warps=warps, num_stages=stages)
     return out
