@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
-# Issue 19's lab bench on the H200: catalog_helper.py lab for both attention tasks, the catalog
-# solution's src/ first (so that its figures come before any deadline), then the lab variants.
-# Output: "${OUT:-/tmp/out}/attn/{prefill,decode}.{jsonl,stderr}" and rc.txt. Whole run <= ~165 s:
-# each task has its own --deadline-s (no new work after it) and a hard timeout a little above it.
+# Issue 19's lab bench on the H200: catalog_helper.py lab for both attention tasks. Four runs, so
+# that the catalog solutions are checked and timed before any variant can eat the time: prefill
+# solution, decode solution, prefill variants, decode variants. Each run gets a hard timeout out
+# of one 160 s budget (the last run takes what is left) and a --deadline-s 8 s inside it (no new
+# work after that). Output under "${OUT:-/tmp/out}/attn/": <run>.jsonl (stdout JSON lines),
+# <run>.stderr, rc.txt (exit status and wall seconds of each run).
 set -u
 cd "$(dirname "$0")/.."
 PY="${KZOO_PYTHON:-python3}"
 DIR="${OUT:-/tmp/out}/attn"
 mkdir -p "$DIR"
+: >"$DIR/rc.txt"
 SOL=catalog/solutions/gpu/h200/attention
+PRE=catalog/tasks/flash-attention-prefill
+DEC=catalog/tasks/paged-attention-decode
+BUDGET=160
+START=$(date +%s)
 
-t0=$(date +%s)
-timeout -k 3 95 "$PY" scripts/gpu/catalog_helper.py lab catalog/tasks/flash-attention-prefill \
-    "$SOL/flash_prefill/bf16/flash_attention_prefill_eager/src" \
-    lab/flash-attention-prefill/bn64 lab/flash-attention-prefill/ws lab/flash-attention-prefill/ptr \
-    --calls 20 --deadline-s 85 >"$DIR/prefill.jsonl" 2>"$DIR/prefill.stderr"
-echo "prefill rc=$? wall_s=$(( $(date +%s) - t0 ))" >>"$DIR/rc.txt"
+run() {  # run NAME WANT_S TASK_DIR SRC...
+    local name=$1 want=$2 t0 left t rc
+    shift 2
+    t0=$(date +%s)
+    left=$(( BUDGET - (t0 - START) ))
+    t=$(( want < left ? want : left ))
+    if [ "$t" -lt 20 ]; then
+        echo "$name skipped: ${left}s left" >>"$DIR/rc.txt"
+        return
+    fi
+    timeout -k 2 "$t" "$PY" scripts/gpu/catalog_helper.py lab "$@" --calls 20 --deadline-s $(( t - 8 )) \
+        >"$DIR/$name.jsonl" 2>"$DIR/$name.stderr"
+    rc=$?
+    echo "$name rc=$rc timeout_s=$t wall_s=$(( $(date +%s) - t0 ))" >>"$DIR/rc.txt"
+}
 
-t1=$(date +%s)
-timeout -k 3 62 "$PY" scripts/gpu/catalog_helper.py lab catalog/tasks/paged-attention-decode \
-    "$SOL/paged_decode/fp8/paged_attention_decode_eager/src" \
-    lab/paged-attention-decode/prefetch lab/paged-attention-decode/bn64s4 lab/paged-attention-decode/prefetch_bn128w8 \
-    --calls 20 --deadline-s 52 >"$DIR/decode.jsonl" 2>"$DIR/decode.stderr"
-echo "decode rc=$? wall_s=$(( $(date +%s) - t1 ))" >>"$DIR/rc.txt"
+run prefill 50 "$PRE" "$SOL/flash_prefill/bf16/flash_attention_prefill_eager/src"
+run decode 40 "$DEC" "$SOL/paged_decode/fp8/paged_attention_decode_eager/src"
+run prefill_variants 45 "$PRE" lab/flash-attention-prefill/bn64 lab/flash-attention-prefill/ws lab/flash-attention-prefill/ptr
+run decode_variants "$BUDGET" "$DEC" lab/paged-attention-decode/prefetch lab/paged-attention-decode/bn64s4 \
+    lab/paged-attention-decode/prefetch_bn128w8
 cat "$DIR/rc.txt"
