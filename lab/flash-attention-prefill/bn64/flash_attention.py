@@ -36,7 +36,7 @@ LOG2E = 1.4426950408889634
 TMA_FROM_T = 256
 # head dim -> (BLOCK_M, BLOCK_N, num_warps, num_stages)
 TMA_CONFIGS = {128: (128, 64, 8, 3), 64: (128, 64, 8, 4)}
-_TMA_OK = [TensorDescriptor is not None]
+_TMA_OK = {d: TensorDescriptor is not None for d in TMA_CONFIGS}  # per head size
 
 
 @triton.jit
@@ -155,13 +155,13 @@ def flash_attention(q, k, v):
     if B * H * T == 0:
         return o
     scale = LOG2E / math.sqrt(D)
-    if _TMA_OK[0] and T >= TMA_FROM_T and D in TMA_CONFIGS:
+    if T >= TMA_FROM_T and _TMA_OK.get(D, False):
         try:
             _run_tma(q, k, v, o, B, H, T, D, scale)
             return o
         except Exception as e:  # noqa: BLE001 - no TMA build here: the pointer kernel instead
             print("flash_attention: TMA kernel failed (%s: %s); pointer kernel from now on"
                   % (type(e).__name__, str(e).strip()[-300:]), file=sys.stderr)
-            _TMA_OK[0] = False
+            _TMA_OK[D] = False
     _run_ptr(q, k, v, o, B, H, T, D, scale)
     return o
