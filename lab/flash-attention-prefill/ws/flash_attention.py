@@ -1,5 +1,10 @@
-# Causal flash attention (forward) in Triton for Hopper. LAB VARIANT ws: the unmasked loop warp-specialised
-# (tl.range warp_specialize=True: a producer warp issues the TMA loads); falls back to the plain TMA kernel.
+# Causal flash attention (forward) in Triton for Hopper.
+# LAB VARIANT ws: Triton's automatic warp specialisation (tl.range warp_specialize=True: producer
+# warps issue the TMA loads, consumer warpgroups run wgmma and the softmax) on the unmasked loop.
+# Hopper's WS pass wants device-side descriptors (tl.make_tensor_descriptor; triton PR 7658: no
+# data partitioning with host-side ones) and fails on causal two-loop kernels (triton issue 9728),
+# so this kernel has one loop: BLOCK_N == BLOCK_M makes the diagonal a single tile, done after the
+# loop in straight-line code. Falls back to the plain TMA kernel, then to pointer loads.
 #
 # One program per (query tile of BLOCK_M rows, batch x head). Q, K and V come in
 # through TMA (host-side tensor descriptors over the [B*H*T, D] views), so the
@@ -38,14 +43,14 @@ TMA_FROM_T = 256
 # head dim -> (BLOCK_M, BLOCK_N, num_warps, num_stages)
 TMA_CONFIGS = {128: (128, 128, 8, 2), 64: (128, 128, 8, 3)}
 _TMA_OK = {d: TensorDescriptor is not None for d in TMA_CONFIGS}  # per head size
-_WS_OK = {d: TensorDescriptor is not None for d in TMA_CONFIGS}
+_WS_OK = {d: hasattr(tl, "make_tensor_descriptor") for d in TMA_CONFIGS}
 
 
 @triton.jit
 def _tma_inner(acc, l_i, m_i, q, desc_k, desc_v, row0, lo, hi, offs_m, qk_scale,
-               BLOCK_N: tl.constexpr, MASK: tl.constexpr, WS: tl.constexpr):
+               BLOCK_N: tl.constexpr, MASK: tl.constexpr):
     offs_n = tl.arange(0, BLOCK_N)
-    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WS):
+    for start_n in range(lo, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         k = desc_k.load([row0 + start_n, 0])
         qk = tl.dot(q, k.T)
@@ -69,7 +74,7 @@ def _tma_inner(acc, l_i, m_i, q, desc_k, desc_v, row0, lo, hi, offs_m, qk_scale,
 
 @triton.jit(do_not_specialize=["T"])  # one build per head size, whatever T
 def _attn_fwd_tma(desc_q, desc_k, desc_v, O, T, qk_scale,
-                  HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WS: tl.constexpr):
+                  HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     start_m = tl.cdiv(T, BLOCK_M) - 1 - tl.program_id(0)
     bh = tl.program_id(1)
     row0 = bh * T  # first row of this head in the [B*H*T, D] views
@@ -81,16 +86,75 @@ def _attn_fwd_tma(desc_q, desc_k, desc_v, O, T, qk_scale,
     lo = start_m * BLOCK_M
     # Off-diagonal column tiles: no mask.
     acc, l_i, m_i = _tma_inner(acc, l_i, m_i, q, desc_k, desc_v, row0, 0, lo, offs_m, qk_scale,
-                               BLOCK_N, False, WS)
+                               BLOCK_N, False)
     # Diagonal tiles: causal mask (which also removes columns >= T for rows < T).
     hi = tl.minimum(lo + BLOCK_M, T)
     acc, l_i, m_i = _tma_inner(acc, l_i, m_i, q, desc_k, desc_v, row0, lo, hi, offs_m, qk_scale,
-                               BLOCK_N, True, False)
+                               BLOCK_N, True)
     out = acc / l_i[:, None]
     offs_d = tl.arange(0, HEAD_D)
     base = bh.to(tl.int64) * T * HEAD_D
     tl.store(O + base + offs_m[:, None] * HEAD_D + offs_d[None, :], out.to(tl.bfloat16),
              mask=offs_m[:, None] < T)
+
+
+@triton.jit(do_not_specialize=["T", "ROWS"])
+def _attn_fwd_ws(Q, K, V, O, T, ROWS, qk_scale,
+                 HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    tl.static_assert(BLOCK_N == BLOCK_M)
+    start_m = tl.cdiv(T, BLOCK_M) - 1 - tl.program_id(0)
+    bh = tl.program_id(1)
+    row0 = bh * T
+    desc_q = tl.make_tensor_descriptor(Q, shape=[ROWS, HEAD_D], strides=[HEAD_D, 1], block_shape=[BLOCK_M, HEAD_D])
+    desc_k = tl.make_tensor_descriptor(K, shape=[ROWS, HEAD_D], strides=[HEAD_D, 1], block_shape=[BLOCK_N, HEAD_D])
+    desc_v = tl.make_tensor_descriptor(V, shape=[ROWS, HEAD_D], strides=[HEAD_D, 1], block_shape=[BLOCK_N, HEAD_D])
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_D], dtype=tl.float32)
+    q = desc_q.load([row0 + start_m * BLOCK_M, 0])
+    lo = start_m * BLOCK_M
+    for start_n in tl.range(0, lo, BLOCK_N, warp_specialize=True):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = desc_k.load([row0 + start_n, 0])
+        qk = tl.dot(q, k.T)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_ij = tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([row0 + start_n, 0])
+        acc = tl.dot(p.to(tl.bfloat16), v, acc)
+        l_i = l_i * alpha + l_ij
+        m_i = m_ij
+    # The diagonal tile (columns lo .. lo + BLOCK_N - 1; those >= T are masked for every row < T).
+    k = desc_k.load([row0 + lo, 0])
+    qk = tl.dot(q, k.T)
+    qk = qk * qk_scale + tl.where(offs_m[:, None] >= (lo + offs_n)[None, :], 0.0, -1.0e6)
+    m_ij = tl.maximum(m_i, tl.max(qk, 1))
+    p = tl.math.exp2(qk - m_ij[:, None])
+    alpha = tl.math.exp2(m_i - m_ij)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    v = desc_v.load([row0 + lo, 0])
+    acc = tl.dot(p.to(tl.bfloat16), v, acc * alpha[:, None])
+    out = acc / l_i[:, None]
+    offs_d = tl.arange(0, HEAD_D)
+    base = bh.to(tl.int64) * T * HEAD_D
+    tl.store(O + base + offs_m[:, None] * HEAD_D + offs_d[None, :], out.to(tl.bfloat16),
+             mask=offs_m[:, None] < T)
+
+
+def _scratch(size, align, stream):
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def _run_ws(q, k, v, o, B, H, T, D, scale):
+    bm, bn, w, s = TMA_CONFIGS[D]
+    triton.set_allocator(_scratch)  # device-side descriptors live in global scratch
+    _attn_fwd_ws[(triton.cdiv(T, bm), B * H)](q, k, v, o, T, B * H * T, scale, HEAD_D=D, BLOCK_M=bm, BLOCK_N=bm,
+                                              num_warps=w, num_stages=s)
 
 
 @triton.jit(do_not_specialize=["T"])  # one build per head size, whatever T
@@ -135,13 +199,13 @@ def _attn_fwd_ptr(Q, K, V, O, T, qk_scale,
     tl.store(O + base + offs_m[:, None] * HEAD_D + offs_d[None, :], out.to(tl.bfloat16), mask=offs_m[:, None] < T)
 
 
-def _run_tma(q, k, v, o, B, H, T, D, scale, ws):
+def _run_tma(q, k, v, o, B, H, T, D, scale):
     bm, bn, w, s = TMA_CONFIGS[D]
     rows = B * H * T
     descs = [TensorDescriptor(t.view(rows, D), shape=[rows, D], strides=[D, 1], block_shape=[bs, D])
              for t, bs in ((q, bm), (k, bn), (v, bn))]
     _attn_fwd_tma[(triton.cdiv(T, bm), B * H)](*descs, o, T, scale, HEAD_D=D, BLOCK_M=bm, BLOCK_N=bn,
-                                               WS=ws, num_warps=w, num_stages=s)
+                                               num_warps=w, num_stages=s)
 
 
 def _run_ptr(q, k, v, o, B, H, T, D, scale):
@@ -159,7 +223,7 @@ def flash_attention(q, k, v):
     scale = LOG2E / math.sqrt(D)
     if T >= TMA_FROM_T and _WS_OK.get(D, False):
         try:
-            _run_tma(q, k, v, o, B, H, T, D, scale, True)
+            _run_ws(q, k, v, o, B, H, T, D, scale)
             return o
         except Exception as e:  # noqa: BLE001 - no warp specialisation here: the plain TMA kernel
             print("flash_attention: warp-specialised kernel failed (%s: %s); plain TMA from now on"
@@ -167,7 +231,7 @@ def flash_attention(q, k, v):
             _WS_OK[D] = False
     if T >= TMA_FROM_T and _TMA_OK.get(D, False):
         try:
-            _run_tma(q, k, v, o, B, H, T, D, scale, False)
+            _run_tma(q, k, v, o, B, H, T, D, scale)
             return o
         except Exception as e:  # noqa: BLE001 - no TMA build here: the pointer kernel instead
             print("flash_attention: TMA kernel failed (%s: %s); pointer kernel from now on"
