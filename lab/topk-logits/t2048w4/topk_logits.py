@@ -87,7 +87,7 @@ def _select(x_ptr, cv_ptr, ci_ptr, cnt_ptr, thr_ptr, V, SEG, NS, Z,
     tl.store(thr_ptr + row * NS + s, t)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["V", "NS"])  # fewer compiles; no vector loads here
 def _merge(x_ptr, cv_ptr, ci_ptr, cnt_ptr, thr_ptr, val_ptr, idx_ptr, V, NS,
            CAP: tl.constexpr, SLOTS: tl.constexpr, K: tl.constexpr, KS: tl.constexpr, FT: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
