@@ -20,10 +20,10 @@ timeout -k 3 58 "$PY" scripts/gpu/catalog_helper.py lab $T/topk-logits \
 echo "topk-logits rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 
 # 2. cross-entropy, layernorm, rmsnorm-residual (one process)
-timeout -k 3 63 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/cross-entropy:18:$S/loss/cross_entropy/bf16/cross_entropy_eager/src,$L/cross-entropy/b4096w4" \
-  "$T/layernorm:18:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/ept8" \
-  "$T/rmsnorm-residual:18:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src,$L/rmsnorm-residual/ept8" \
+timeout -k 3 68 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
+  "$T/cross-entropy:17:$S/loss/cross_entropy/bf16/cross_entropy_eager/src,$L/cross-entropy/b4096w4" \
+  "$T/layernorm:20:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/rpp1,$L/layernorm/ept32" \
+  "$T/rmsnorm-residual:20:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src,$L/rmsnorm-residual/rpp1,$L/rmsnorm-residual/ept32" \
   >"$O/norms.jsonl" 2>"$O/norms.err"
 echo "norms rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 
