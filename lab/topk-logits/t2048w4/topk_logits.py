@@ -124,8 +124,8 @@ def _merge(x_ptr, cv_ptr, ci_ptr, cnt_ptr, thr_ptr, val_ptr, idx_ptr, V, NS,
             for st in range(0, V, FT):
                 o = st + ar
                 m = o < V
-                kx = _okey(tl.load(base + o, mask=m, other=0.0)).to(tl.int64)
-                c += tl.sum((m & (kx >= mid)).to(tl.int32), axis=0)
+                kb = _okey(tl.load(base + o, mask=m, other=0.0)).to(tl.int64)
+                c += tl.sum((m & (kb >= mid)).to(tl.int32), axis=0)
             ge = c >= K
             lo = tl.where(ge, mid, lo)
             hi = tl.where(ge, hi, mid - 1)
@@ -161,10 +161,11 @@ def _merge(x_ptr, cv_ptr, ci_ptr, cnt_ptr, thr_ptr, val_ptr, idx_ptr, V, NS,
         kv = tl.load(cv_ptr + rbase + kk, mask=inr, other=float("-inf"))
         ki = tl.load(ci_ptr + rbase + kk, mask=inr, other=0)
         ki = tl.where(inr, ki, V)
-        key = tl.sort(_key64(kv, ki), descending=True)
-        col = 2147483647 - key.to(tl.int32)
-        tl.store(idx_ptr + row * K + kk, col, mask=inr)
-        tl.store(val_ptr + row * K + kk, tl.load(base + col, mask=inr, other=0.0), mask=inr)
+        # (names apart from the other branch's: Triton yields names defined in both)
+        fkey = tl.sort(_key64(kv, ki), descending=True)
+        fcol = 2147483647 - fkey.to(tl.int32)
+        tl.store(idx_ptr + row * K + kk, fcol, mask=inr)
+        tl.store(val_ptr + row * K + kk, tl.load(base + fcol, mask=inr, other=0.0), mask=inr)
 
 
 _PLANS = {}
