@@ -22,8 +22,8 @@ echo "topk-logits rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 # 2. cross-entropy, layernorm, rmsnorm-residual (one process)
 timeout -k 3 56 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
   "$T/cross-entropy:14:$S/loss/cross_entropy/bf16/cross_entropy_eager/src,$L/cross-entropy/b4096w4" \
-  "$T/layernorm:17:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/rpp1,$L/layernorm/ept32" \
-  "$T/rmsnorm-residual:17:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src,$L/rmsnorm-residual/rpp1,$L/rmsnorm-residual/ept32" \
+  "$T/layernorm:17:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/rpp1,$L/layernorm/ept16" \
+  "$T/rmsnorm-residual:17:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src,$L/rmsnorm-residual/rpp1,$L/rmsnorm-residual/ept16" \
   >"$O/norms.jsonl" 2>"$O/norms.err"
 echo "norms rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 

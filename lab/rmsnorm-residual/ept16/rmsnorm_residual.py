@@ -11,7 +11,7 @@ import triton.language as tl
 
 EPS = 1e-6
 MAX_TILE = 32768
-EPT = 32  # elements per thread (sets num_warps, at most 16)
+EPT = 16  # elements per thread (sets num_warps, at most 16)
 RPP = 4  # rows per program
 
 
