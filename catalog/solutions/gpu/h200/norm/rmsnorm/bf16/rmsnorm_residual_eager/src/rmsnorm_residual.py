@@ -1,5 +1,8 @@
-# Fused residual add + RMSNorm in Triton: one program per row reads x and the
-# residual once, writes the bf16 sum back into the residual and y once -- the
+# Fused residual add + RMSNorm in Triton. Each program handles RPP consecutive
+# rows, each held in registers (16-byte accesses), and issues the next row's
+# loads of x and the residual before it reduces and writes the current one, so a
+# load is in flight while the program computes. The weight is loaded once per
+# program. The bf16 sum is written back into the residual and y once -- the
 # task's four passes over HBM and nothing more.
 
 import torch
@@ -7,22 +10,32 @@ import triton
 import triton.language as tl
 
 EPS = 1e-6
-MAX_TILE = 16384
+MAX_TILE = 32768
+EPT = 32  # elements per thread (sets num_warps, at most 16)
+RPP = 4  # rows per program
 
 
 @triton.jit
-def _rmsnorm_residual(x_ptr, r_ptr, w_ptr, y_ptr, H, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
+def _rmsnorm_residual(x_ptr, r_ptr, w_ptr, y_ptr, T, H, eps, BLOCK: tl.constexpr, RPP: tl.constexpr):
+    row0 = tl.program_id(0).to(tl.int64) * RPP
     offs = tl.arange(0, BLOCK)
-    mask = offs < H
-    x = tl.load(x_ptr + row * H + offs, mask=mask, other=0.0).to(tl.float32)
-    r = tl.load(r_ptr + row * H + offs, mask=mask, other=0.0).to(tl.float32)
-    h = (r + x).to(tl.bfloat16)  # the residual exactly as stored
-    tl.store(r_ptr + row * H + offs, h, mask=mask)
-    hf = h.to(tl.float32)
-    inv = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / H + eps)
-    w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + row * H + offs, (hf * inv * w).to(tl.bfloat16), mask=mask)
+    cm = offs < H
+    m0 = cm & (row0 < T)
+    xn = tl.load(x_ptr + row0 * H + offs, mask=m0, other=0.0)
+    rn = tl.load(r_ptr + row0 * H + offs, mask=m0, other=0.0)
+    w = tl.load(w_ptr + offs, mask=cm, other=0.0)
+    for i in range(RPP):
+        row = row0 + i
+        h = (rn.to(tl.float32) + xn.to(tl.float32)).to(tl.bfloat16)  # the residual exactly as stored
+        nrow = row + 1
+        mn = cm & (nrow < T) & (i + 1 < RPP)
+        xn = tl.load(x_ptr + nrow * H + offs, mask=mn, other=0.0)
+        rn = tl.load(r_ptr + nrow * H + offs, mask=mn, other=0.0)
+        mr = cm & (row < T)
+        tl.store(r_ptr + row * H + offs, h, mask=mr)
+        hf = h.to(tl.float32)
+        inv = 1.0 / tl.sqrt(tl.sum(hf * hf, axis=0) / H + eps)
+        tl.store(y_ptr + row * H + offs, (hf * inv * w.to(tl.float32)).to(tl.bfloat16), mask=mr)
 
 
 def _eager(x, residual, weight):
@@ -40,6 +53,8 @@ def rmsnorm_residual(x, residual, weight):
     if H > MAX_TILE or not (x.is_contiguous() and residual.is_contiguous()):
         return _eager(x, residual, weight)
     block = triton.next_power_of_2(H)
-    warps = max(1, min(16, block // 1024))
-    _rmsnorm_residual[(T,)](x, residual, weight.contiguous(), y, H, EPS, BLOCK=block, num_warps=warps)
+    warps = max(1, min(16, block // (32 * EPT)))
+    rpp = max(1, min(RPP, T))
+    _rmsnorm_residual[(triton.cdiv(T, rpp),)](x, residual, weight.contiguous(), y, T, H, EPS,
+                                              BLOCK=block, RPP=rpp, num_warps=warps)
     return y
