@@ -46,7 +46,7 @@ class Options:
         self.incumbent_src = raw.get("incumbent_src") or None
         # GPU: the device is kept busy this long before each timed call's start event
         # (child.Harness._pad), so the host's launch overlaps it (docs/JUDGE.md, "The launch pad").
-        self.pad_us = float(raw.get("pad_us", 250.0))
+        self.pad_us = float(raw.get("pad_us", 1000.0))
         # GPU, paced calls: before that, outside the judge's clock, the device is kept busy
         # this long after the L2 flush, so the SM clock is back up after the hand-over's idle
         # time when the call starts (child.Harness.go; docs/JUDGE.md, "The warm-up").
