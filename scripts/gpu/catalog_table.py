@@ -298,6 +298,55 @@ def summary(path):
                                                ("  error: " + r["error"]) if r.get("error") else ""))
 
 
+def _candidate_name(src):
+    """A lab line's source as the table names it: eager, solution, or the lab variant's folder."""
+    if "/kernel_data/" in src or src.startswith("catalog/kernel_data"):
+        return "eager"
+    if "/solutions/" in src or src.startswith("catalog/solutions"):
+        return "solution"
+    return src.rstrip("/").split("/")[-1]
+
+
+def lab_table(lines):
+    """Markdown of `catalog_helper.py lab` lines: per task and graded shape, each source's time
+    (CUDA events with the launch padded out, median) and % of the roofline; a source found
+    incorrect, or that failed, is marked so instead of timed."""
+    checks, times, order = {}, {}, {}
+    for d in lines:
+        if "task" not in d or "src" not in d:
+            continue
+        name = _candidate_name(d["src"])
+        names = order.setdefault(d["task"], [])
+        if name not in names:
+            names.append(name)
+        if "shape_index" not in d:
+            checks[(d["task"], name)] = d
+        else:
+            times[(d["task"], d["shape_index"], name)] = d
+    out = []
+    for task, names in order.items():
+        names = sorted(names, key=lambda n: (n != "eager", n != "solution", n))
+        out.append("| %s | shape | %s |" % (task, " | ".join(names)))
+        out.append("|---|---|" + "---|" * len(names))
+        shapes = sorted({k[1] for k in times if k[0] == task})
+        for sh in shapes:
+            cells = []
+            for n in names:
+                c, t = checks.get((task, n)), times.get((task, sh, n))
+                if c is not None and c.get("error"):
+                    cells.append("failed: " + c["error"][:60])
+                elif c is not None and c.get("correct") is False:
+                    cells.append("incorrect (%.3g > %.3g)" % (c.get("max_measure"), c.get("tolerance")))
+                elif t is None or t.get("events_us") is None:
+                    cells.append("-" if t is None else "not timed: " + str(t.get("error", ""))[:60])
+                else:
+                    pct = t.get("pct_roofline")
+                    cells.append("%.1f" % t["events_us"] + (" (%s%%)" % pct if pct is not None else ""))
+            out.append("| | %d | %s |" % (sh, " | ".join(cells)))
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -311,8 +360,18 @@ def main(argv=None):
             sp.add_argument(arg, type=int if arg == "calls" else str)
         if name == "table":
             sp.add_argument("--write", metavar="DOC")
+    lb = sub.add_parser("lab")
+    lb.add_argument("files", nargs="+")
     a = p.parse_args(argv)
     try:
+        if a.cmd == "lab":
+            lines = []
+            for f in a.files:
+                for line in _read(f).splitlines():
+                    if line.strip().startswith("{"):
+                        lines.append(json.loads(line))
+            sys.stdout.write(lab_table(lines))
+            return 0
         if a.cmd == "table":
             run, parts = read_run(a.folder)
             text, _ = render(run, rows_of(parts))

@@ -148,3 +148,23 @@ class CompileFix(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LabTable(unittest.TestCase):
+    def test_each_source_is_a_column_and_an_incorrect_one_is_never_timed(self):
+        lines = [
+            {"task": "t", "src": "catalog/solutions/gpu/x/src", "correct": True, "max_measure": 0.0, "tolerance": 0.01},
+            {"task": "t", "src": "lab/t/v1", "correct": False, "max_measure": 0.5, "tolerance": 0.01},
+            {"task": "t", "src": "/r/catalog/kernel_data/x/src", "shape_index": 0, "events_us": 900.0, "pct_roofline": 50.0},
+            {"task": "t", "src": "catalog/solutions/gpu/x/src", "shape_index": 0, "events_us": 450.0, "pct_roofline": 100.0},
+            {"task": "t", "src": "lab/t/v1", "shape_index": 0, "events_us": 100.0, "pct_roofline": 450.0},
+            {"task": "t", "src": "lab/t/v2", "error": "load: SyntaxError: x"},
+        ]
+        text = ct.lab_table(lines)
+        self.assertIn("| t | shape | eager | solution | v1 | v2 |", text)
+        row = [l for l in text.splitlines() if l.startswith("| | 0 |")][0]
+        self.assertIn("900.0 (50.0%)", row)
+        self.assertIn("450.0 (100.0%)", row)
+        self.assertIn("incorrect (0.5 > 0.01)", row)
+        self.assertNotIn("100.0 (450.0%)", row)
+        self.assertIn("failed: load: SyntaxError", row)
