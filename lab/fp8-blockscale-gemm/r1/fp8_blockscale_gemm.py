@@ -35,12 +35,12 @@ WARP_SPECIALIZE = False  # Triton's automatic warp specialisation of the tile lo
 # Persistent programs per SM: 2 lets one program's promotion (wgmma wait, scaling FMAs)
 # overlap the other's wgmma, where the tile's registers and shared memory allow two.
 PROGRAMS_PER_SM = 1
-USE_TMA = False  # False: the pointer kernel for every shape
+USE_TMA = True  # False: the pointer kernel for every shape
 # True: a TMA kernel that fails to build (an API this Triton lacks, shared memory) says so on
 # stderr once and the pointer kernel serves from then on; False: the error propagates (lab).
 FALLBACK = False
 # Tile config of the pointer kernel: (BM, BN, num_warps, num_stages).
-PTR_CFG = (128, 128, 8, 4)
+PTR_CFG = (128, 128, 8, 3)
 
 _NUM_SMS = {}
 

@@ -25,7 +25,7 @@ except ImportError:  # a Triton without host-side tensor descriptors: pointer ke
 # Tile config of the TMA kernel: (BM, BN, BK, num_warps, num_stages).
 TMA_CFG = (128, 256, 64, 8, 3)
 GROUP_M = 8
-WARP_SPECIALIZE = True  # Triton's automatic warp specialisation of the tile loop
+WARP_SPECIALIZE = False  # Triton's automatic warp specialisation of the tile loop
 USE_TMA = True  # False: the pointer kernel for every shape
 # True: a TMA kernel that fails to build (an API this Triton lacks, shared memory) says so on
 # stderr once and the pointer kernel serves from then on; False: the error propagates (lab).

@@ -26,12 +26,12 @@ except ImportError:  # a Triton without host-side tensor descriptors: pointer ke
 TMA_CFG = (128, 256, 64, 8, 3)
 GROUP_M = 8
 WARP_SPECIALIZE = False  # Triton's automatic warp specialisation of the tile loop
-USE_TMA = False  # False: the pointer kernel for every shape
+USE_TMA = True  # False: the pointer kernel for every shape
 # True: a TMA kernel that fails to build (an API this Triton lacks, shared memory) says so on
 # stderr once and the pointer kernel serves from then on; False: the error propagates (lab).
 FALLBACK = False
 # Tile config of the pointer kernel: (BM, BN, BK, num_warps, num_stages).
-PTR_CFG = (128, 256, 64, 8, 3)
+PTR_CFG = (128, 128, 64, 8, 3)
 
 _NUM_SMS = {}
 
@@ -132,8 +132,10 @@ def _gemm_via_tma(A, B, out, M, N, K):
     b_desc = TensorDescriptor.from_tensor(B, [BN, BK])
     tma_store = _tma_ok(out)
     c_desc = TensorDescriptor.from_tensor(out, [BM, BN // 2]) if tma_store else None
-    n_sms = _num_sms(A.device)
-    grid = (min(n_sms, triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
+    # Non-persistent: one program per tile, launched in the grouped order (the loop runs once).
+    # NUM_SMS (the loop's stride) past any tile count: one kernel build for every shape.
+    n_sms = 1 << 30
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
     _gemm_tma[grid](a_desc, b_desc, c_desc, out, M, N, K,
                     BM=BM, BN=BN, BK=BK, GROUP_M=GROUP_M, NUM_SMS=n_sms,
                     TMA_STORE=tma_store, WS=WARP_SPECIALIZE,
