@@ -15,16 +15,16 @@ t0=$(date +%s)
 
 # 1. topk-logits (its own process, so a fault cannot spoil the rest): the solution
 #    (tile 2048, 4 warps) against the atomic-slot pass 1 at tiles 2048 and 4096.
-timeout -k 3 40 "$PY" scripts/gpu/catalog_helper.py lab $T/topk-logits \
+timeout -k 3 44 "$PY" scripts/gpu/catalog_helper.py lab $T/topk-logits \
   $S/sampling/topk/fp32/topk_logits_eager/src $L/topk-logits/atomic2k $L/topk-logits/atomic4k \
-  --calls 20 --seeds 2 --deadline-s 34 >"$O/topk-logits.jsonl" 2>"$O/topk-logits.err"
+  --calls 20 --seeds 2 --deadline-s 38 >"$O/topk-logits.jsonl" 2>"$O/topk-logits.err"
 echo "topk-logits rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 
 # 2. cross-entropy (split64k: long rows over several programs), layernorm (rows per program by H), rmsnorm-residual (1 row per program)
-timeout -k 3 34 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/cross-entropy:8:$S/loss/cross_entropy/bf16/cross_entropy_eager/src,$L/cross-entropy/split64k" \
-  "$T/layernorm:10:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/ept16" \
-  "$T/rmsnorm-residual:10:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src,$L/rmsnorm-residual/ept16" \
+timeout -k 3 30 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
+  "$T/cross-entropy:7:$S/loss/cross_entropy/bf16/cross_entropy_eager/src,$L/cross-entropy/split64k" \
+  "$T/layernorm:9:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/ept16" \
+  "$T/rmsnorm-residual:9:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src,$L/rmsnorm-residual/ept16" \
   >"$O/norms.jsonl" 2>"$O/norms.err"
 echo "norms rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 
