@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Issue 19's lab bench on the H200: catalog_helper.py lab for both attention tasks. Five runs, so
-# that the catalog solutions are checked and timed before any variant can eat the time: prefill
-# solution, decode solution, prefill variants, decode variants, the warp-specialised prefill. Each
-# run gets a hard timeout out of one 160 s budget (the last run takes what is left; a run with
-# under 20 s left is skipped) and a --deadline-s 8 s inside it (no new work after that).
+# Issue 19's lab bench on the H200 (round 2): catalog_helper.py lab for both attention tasks in
+# two runs inside one 90 s budget. Prefill: `prev` (main at bd9d4f3, the pre-round-1 kernel, which
+# is again the catalog solution: the script checks they are the same file), `r1` (round 1's TMA
+# solution) and `fma` (prev plus the one-FMA scale, autotune choice printed to stderr), so the old
+# and new versions are timed in one run. Decode: the catalog solution (round 1), `prev` (main at
+# bd9d4f3), `allheads` (one program reads whole pages for all KV heads) and `bn256w8`. Each run
+# gets a hard timeout and a --deadline-s 7 s inside it (no new work after that).
 # Output under "${OUT:-/tmp/out}/attn/": <run>.jsonl (stdout JSON lines), <run>.stderr, rc.txt
 # (exit status, timeout and wall seconds of each run).
 set -u
@@ -15,7 +17,7 @@ mkdir -p "$DIR"
 SOL=catalog/solutions/gpu/h200/attention
 PRE=catalog/tasks/flash-attention-prefill
 DEC=catalog/tasks/paged-attention-decode
-BUDGET=160
+BUDGET=88
 START=$(date +%s)
 
 run() {  # run NAME WANT_S TASK_DIR SRC...
@@ -28,18 +30,16 @@ run() {  # run NAME WANT_S TASK_DIR SRC...
         echo "$name skipped: ${left}s left" >>"$DIR/rc.txt"
         return
     fi
-    timeout -k 2 "$t" "$PY" scripts/gpu/catalog_helper.py lab "$@" --calls 20 --deadline-s $(( t - 8 )) \
+    timeout -k 2 "$t" "$PY" scripts/gpu/catalog_helper.py lab "$@" --calls 20 --deadline-s $(( t - 7 )) \
         >"$DIR/$name.jsonl" 2>"$DIR/$name.stderr"
     rc=$?
     echo "$name rc=$rc timeout_s=$t wall_s=$(( $(date +%s) - t0 ))" >>"$DIR/rc.txt"
 }
 
-run prefill 45 "$PRE" "$SOL/flash_prefill/bf16/flash_attention_prefill_eager/src"
-run decode 35 "$DEC" "$SOL/paged_decode/fp8/paged_attention_decode_eager/src"
-run prefill_variants 40 "$PRE" lab/flash-attention-prefill/bn64 lab/flash-attention-prefill/ptr
-run decode_variants 35 "$DEC" lab/paged-attention-decode/prefetch lab/paged-attention-decode/bn64s4 \
-    lab/paged-attention-decode/prefetch_bn128w8
-# Last and alone: Triton's Hopper warp-specialisation pass can abort the process (a C++ assertion,
-# triton issues 9728 / 10284) rather than raise, which would take the other candidates with it.
-run prefill_ws "$BUDGET" "$PRE" lab/flash-attention-prefill/ws
+cmp -s lab/flash-attention-prefill/prev/flash_attention.py \
+    "$SOL/flash_prefill/bf16/flash_attention_prefill_eager/src/flash_attention.py" \
+    && echo "prefill solution == lab prev" >>"$DIR/rc.txt" || echo "prefill solution != lab prev" >>"$DIR/rc.txt"
+run prefill 48 "$PRE" lab/flash-attention-prefill/prev lab/flash-attention-prefill/r1 lab/flash-attention-prefill/fma
+run decode "$BUDGET" "$DEC" "$SOL/paged_decode/fp8/paged_attention_decode_eager/src" lab/paged-attention-decode/prev \
+    lab/paged-attention-decode/allheads lab/paged-attention-decode/bn256w8
 cat "$DIR/rc.txt"

@@ -1,20 +1,14 @@
 # Paged-attention decode over an fp8 KV cache in Triton, flash-decoding style.
-# LAB VARIANT bn64s4: BLOCK_N = 64 tokens a step, 4 pipeline stages.
 #
-# Pass 1: one program per (KV head, split of the sequence, sequence); the KV
-# head is the grid's fast axis, so the programs running together read the
-# neighbouring 128-byte rows of the same 16-token pages. A program streams its
-# split BLOCK_N tokens at a time through the block table, K and V loads issued
-# together at the top of the step, dequantises the fp8 bytes in registers to
-# float16 (one cvt.rn.f16x2.e4m3x2 per two values; float16 holds every e4m3
-# value exactly, and the per-tensor scales are folded into the score scale and
-# applied once to the output), and runs all query heads of the KV group
-# together -- padded to 16 rows, so both products run on tensor cores --
-# through an online softmax in base 2. Each split leaves its unnormalised
-# output, running maximum and sum. Pass 2 merges the splits with their
-# log-sum-exp weights. Splits are chosen from the batch's shape (never from
-# seq_lens, which would need a device-to-host copy) so that about 4096
-# programs of at most SPLIT_TOKENS tokens run: every SM stays busy to the end.
+# Pass 1: one program per (sequence, KV head, split of the sequence). It streams
+# its split's tokens 64 at a time through the block table, dequantises the fp8
+# keys and values in registers (the per-tensor scales are folded into the score
+# scale and applied once to the output), and runs all query heads of the KV
+# group together -- padded to 16 rows, so both products run on tensor cores --
+# through an online softmax. Each split leaves its unnormalised output, running
+# maximum and sum. Pass 2 merges the splits with their log-sum-exp weights.
+# Splits are chosen from the batch's shape (never from seq_lens, which would
+# need a device-to-host copy) so that about a thousand programs run.
 
 import math
 
@@ -25,20 +19,15 @@ import triton.language as tl
 LOG2E = 1.4426950408889634
 PAGE = 16
 BLOCK_N = 64
-TARGET_PROGRAMS = 4096
-MIN_CHUNK = 512
-NUM_WARPS = 4
-NUM_STAGES = 4
 
 
-# Sizes stay unspecialised: one build per head size, whatever the batch.
-@triton.jit(do_not_specialize=["HQ", "HK", "NBLK", "CHUNK", "SPLITS", "G"])
+@triton.jit
 def _decode_split(q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, bt_ptr, sl_ptr, po_ptr, pm_ptr, pl_ptr,
                   HQ, HK, NBLK, CHUNK, SPLITS, sm_scale_log2,
-                  G, GP: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr):
-    h = tl.program_id(0)
-    sp = tl.program_id(1)
-    b = tl.program_id(2).to(tl.int64)
+                  G: tl.constexpr, GP: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr):
+    b = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1)
+    sp = tl.program_id(2)
     n = tl.load(sl_ptr + b)
     start = sp * CHUNK
     end = tl.minimum(start + CHUNK, n)
@@ -46,27 +35,26 @@ def _decode_split(q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, bt_ptr, sl_ptr, po_ptr,
     gm = g < G
     d = tl.arange(0, D)
     qrow = b * HQ + h * G + g
-    q = tl.load(q_ptr + qrow[:, None] * D + d[None, :], mask=gm[:, None], other=0.0).to(tl.float16)
+    q = tl.load(q_ptr + qrow[:, None] * D + d[None, :], mask=gm[:, None], other=0.0)
     qk_scale = sm_scale_log2 * tl.load(ks_ptr)
     m_i = tl.zeros([GP], dtype=tl.float32) - float("inf")
     l_i = tl.zeros([GP], dtype=tl.float32)
     acc = tl.zeros([GP, D], dtype=tl.float32)
     offs_n = tl.arange(0, BLOCK_N)
-    bt_row = bt_ptr + b * NBLK
     for t0 in range(start, end, BLOCK_N):
         tok = t0 + offs_n
         tm = tok < end
-        page = tl.load(bt_row + tok // PAGE, mask=tm, other=0)
+        page = tl.load(bt_ptr + b * NBLK + tok // PAGE, mask=tm, other=0)
         slot = (page.to(tl.int64) * PAGE + tok % PAGE) * HK + h
-        k = tl.load(kc_ptr + slot[:, None] * D + d[None, :], mask=tm[:, None], other=0.0)
-        v = tl.load(vc_ptr + slot[:, None] * D + d[None, :], mask=tm[:, None], other=0.0)
-        s = tl.dot(q, tl.trans(k.to(tl.float16))) * qk_scale
+        k = tl.load(kc_ptr + slot[:, None] * D + d[None, :], mask=tm[:, None], other=0.0).to(tl.bfloat16)
+        s = tl.dot(q, tl.trans(k)) * qk_scale
         s = tl.where(tm[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         p = tl.math.exp2(s - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
-        acc = tl.dot(p.to(tl.float16), v.to(tl.float16), acc * alpha[:, None])
+        v = tl.load(vc_ptr + slot[:, None] * D + d[None, :], mask=tm[:, None], other=0.0).to(tl.bfloat16)
+        acc = tl.dot(p.to(tl.bfloat16), v, acc * alpha[:, None])
         m_i = m_new
     part = qrow * SPLITS + sp
     tl.store(po_ptr + part[:, None] * D + d[None, :], acc * tl.load(vs_ptr), mask=gm[:, None])
@@ -74,7 +62,7 @@ def _decode_split(q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, bt_ptr, sl_ptr, po_ptr,
     tl.store(pl_ptr + part, l_i, mask=gm)
 
 
-@triton.jit(do_not_specialize=["SPLITS"])
+@triton.jit
 def _decode_merge(po_ptr, pm_ptr, pl_ptr, out_ptr, SPLITS, D: tl.constexpr, SP: tl.constexpr):
     r = tl.program_id(0).to(tl.int64)
     s = tl.arange(0, SP)
@@ -99,17 +87,16 @@ def paged_attention_decode(query, k_cache, k_cache_scale, v_cache, v_cache_scale
         return out
     nblk = block_tables.shape[1]
     longest = nblk * PAGE  # an upper bound of every seq_len, known without a sync
-    splits = max(1, min(triton.cdiv(TARGET_PROGRAMS, B * HK), triton.cdiv(longest, MIN_CHUNK)))
+    splits = max(1, min(triton.cdiv(1024, B * HK), triton.cdiv(longest, 1024)))
     chunk = triton.cdiv(triton.cdiv(longest, splits), BLOCK_N) * BLOCK_N
     splits = triton.cdiv(longest, chunk)
     po = torch.empty(B * HQ * splits, D, dtype=torch.float32, device=query.device)
     pm = torch.empty(B * HQ * splits, dtype=torch.float32, device=query.device)
     pl = torch.empty(B * HQ * splits, dtype=torch.float32, device=query.device)
     gp = max(16, triton.next_power_of_2(G))
-    _decode_split[(HK, splits, B)](query.contiguous(), k_cache, v_cache, k_cache_scale, v_cache_scale,
+    _decode_split[(B, HK, splits)](query.contiguous(), k_cache, v_cache, k_cache_scale, v_cache_scale,
                                    block_tables.contiguous(), seq_lens.contiguous(), po, pm, pl,
                                    HQ, HK, nblk, chunk, splits, LOG2E / math.sqrt(D),
-                                   G=G, GP=gp, D=D, BLOCK_N=BLOCK_N, PAGE=PAGE,
-                                   num_warps=NUM_WARPS, num_stages=NUM_STAGES)
-    _decode_merge[(B * HQ,)](po, pm, pl, out, splits, D=D, SP=max(16, triton.next_power_of_2(splits)), num_warps=4)
+                                   G=G, GP=gp, D=D, BLOCK_N=BLOCK_N, PAGE=PAGE, num_warps=4, num_stages=3)
+    _decode_merge[(B * HQ,)](po, pm, pl, out, splits, D=D, SP=triton.next_power_of_2(splits), num_warps=4)
     return out
