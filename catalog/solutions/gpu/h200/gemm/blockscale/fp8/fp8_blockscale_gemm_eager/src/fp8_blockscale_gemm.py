@@ -28,13 +28,8 @@ except ImportError:  # a Triton without host-side tensor descriptors: pointer ke
     TensorDescriptor = None
 
 BLOCK = 128
-# Tile configs of the TMA kernel, tried in order (one that fails to build is dropped for
-# the next): (BM, BN, num_warps, num_stages); BK is BLOCK. BN = 2 * BLOCK runs the tile as
-# two 128-column halves, each its own fresh product and accumulator with a scalar B scale
-# per K step: A's shared-memory tile feeds twice the wgmma work (fp8 wgmma at 64x128 per
-# warpgroup is shared-memory bound), and the registers hold 2 accumulators + 1 fresh
-# product (192 per thread at 8 warps), not 2 x 128 for a 128x256 fresh product.
-TMA_CFGS = [(128, 256, 8, 3), (128, 128, 8, 4)]
+# Tile config of the TMA kernel: (BM, BN, num_warps, num_stages); BK is BLOCK.
+TMA_CFG = (128, 128, 8, 4)
 GROUP_M = 8
 WARP_SPECIALIZE = False  # Triton's automatic warp specialisation of the tile loop
 # Persistent programs per SM: 2 lets one program's promotion (wgmma wait, scaling FMAs)
@@ -43,7 +38,7 @@ PROGRAMS_PER_SM = 1
 USE_TMA = True  # False: the pointer kernel for every shape
 # True: a TMA kernel that fails to build (an API this Triton lacks, shared memory) says so on
 # stderr once and the pointer kernel serves from then on; False: the error propagates (lab).
-FALLBACK = True
+FALLBACK = False
 # Tile config of the pointer kernel: (BM, BN, num_warps, num_stages).
 PTR_CFG = (128, 128, 8, 3)
 
@@ -84,60 +79,28 @@ def _fp8_tma(a_desc, b_desc, c_desc, c_ptr, as_ptr, bs_ptr, M, N, K, KB,
         # Rows past M read row M-1's scales (their A rows arrive as zeros; never stored).
         rm = tl.minimum(off_m + tl.arange(0, BM), M - 1)
         a_scale_ptrs = as_ptr + rm.to(tl.int64) * KB
-        if BN == 2 * BK:
-            # The two halves' 128-row blocks of B (a half past N reads the last block; its
-            # B rows arrive as zeros and its columns are never stored).
-            nb_last = tl.cdiv(N, BK) - 1
-            b_scale_ptrs = bs_ptr + (2 * pid_n).to(tl.int64) * KB
-            b_scale_ptrs1 = bs_ptr + tl.minimum(2 * pid_n + 1, nb_last).to(tl.int64) * KB
-        elif BN == BK:
+        if BN == BK:
             b_scale_ptrs = bs_ptr + pid_n.to(tl.int64) * KB  # the tile's one 128-row block of B
         else:
             rn = tl.minimum(off_n + tl.arange(0, BN), N - 1)
             b_scale_ptrs = bs_ptr + (rn // BK).to(tl.int64) * KB
-        if BN == 2 * BK:
-            acc = tl.zeros((BM, BK), dtype=tl.float32)
-            acc1 = tl.zeros((BM, BK), dtype=tl.float32)
-            for kb in range(KB):
-                off_k = kb * BK
-                a = a_desc.load([off_m, off_k])
-                b = b_desc.load([off_n, off_k])
-                b1 = b_desc.load([off_n + BK, off_k])
-                sa = tl.load(a_scale_ptrs + kb)
-                sb = tl.load(b_scale_ptrs + kb)
-                sb1 = tl.load(b_scale_ptrs1 + kb)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for kb in range(KB):
+            off_k = kb * BK
+            a = a_desc.load([off_m, off_k])
+            b = b_desc.load([off_n, off_k])
+            sa = tl.load(a_scale_ptrs + kb)
+            sb = tl.load(b_scale_ptrs + kb)
+            # The product of one scale block, promoted: scaled and added in float32.
+            if BN == BK:
                 acc += tl.dot(a, b.T) * (sa * sb)[:, None]
-                acc1 += tl.dot(a, b1.T) * (sa * sb1)[:, None]
-        else:
-            acc = tl.zeros((BM, BN), dtype=tl.float32)
-            acc1 = acc  # unused
-            for kb in range(KB):
-                off_k = kb * BK
-                a = a_desc.load([off_m, off_k])
-                b = b_desc.load([off_n, off_k])
-                sa = tl.load(a_scale_ptrs + kb)
-                sb = tl.load(b_scale_ptrs + kb)
-                # The product of one scale block, promoted: scaled and added in float32.
-                if BN == BK:
-                    acc += tl.dot(a, b.T) * (sa * sb)[:, None]
-                else:
-                    acc += tl.dot(a, b.T) * (sa[:, None] * sb[None, :])
+            else:
+                acc += tl.dot(a, b.T) * (sa[:, None] * sb[None, :])
         tile_c += NUM_SMS
         pid_m, pid_n = _tile_coords(tile_c, num_m, num_n, GROUP_M)
         off_cm = pid_m * BM
         off_cn = pid_n * BN
-        if BN == 2 * BK:
-            if TMA_STORE:
-                c_desc.store([off_cm, off_cn], acc.to(tl.bfloat16))
-                c_desc.store([off_cm, off_cn + BK], acc1.to(tl.bfloat16))
-            else:
-                cm = off_cm + tl.arange(0, BM)
-                cn = off_cn + tl.arange(0, BK)
-                c_ptrs = c_ptr + cm.to(tl.int64)[:, None] * N + cn[None, :]
-                tl.store(c_ptrs, acc.to(tl.bfloat16), mask=(cm[:, None] < M) & (cn[None, :] < N))
-                tl.store(c_ptrs + BK, acc1.to(tl.bfloat16),
-                         mask=(cm[:, None] < M) & (cn[None, :] + BK < N))
-        elif TMA_STORE:
+        if TMA_STORE:
             c_desc.store([off_cm, off_cn], acc.to(tl.bfloat16))
         else:
             cm = off_cm + tl.arange(0, BM)
@@ -191,12 +154,11 @@ _TMA_BROKEN = []  # the error of a TMA kernel that failed to build, once FALLBAC
 
 
 def _gemm_via_tma(A, B, out, A_scale, B_scale, M, N, K, kb):
-    BM, BN, warps, stages = TMA_CFGS[0]
-    half = BLOCK if BN == 2 * BLOCK else BN  # the B tile and output tile each load/store moves
+    BM, BN, warps, stages = TMA_CFG
     a_desc = TensorDescriptor.from_tensor(A, [BM, BLOCK])
-    b_desc = TensorDescriptor.from_tensor(B, [half, BLOCK])
+    b_desc = TensorDescriptor.from_tensor(B, [BN, BLOCK])
     tma_store = _tma_ok(out)
-    c_desc = TensorDescriptor.from_tensor(out, [BM, half]) if tma_store else None
+    c_desc = TensorDescriptor.from_tensor(out, [BM, BN]) if tma_store else None
     n_progs = PROGRAMS_PER_SM * _num_sms(A.device)
     grid = (min(n_progs, triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
     _fp8_tma[grid](a_desc, b_desc, c_desc, out, A_scale, B_scale, M, N, K, kb,
@@ -217,7 +179,7 @@ def fp8_blockscale_gemm(A, A_scale, B, B_scale):
     A, B = _as_fp8(A.contiguous()), _as_fp8(B.contiguous())
     A_scale = A_scale.float().contiguous()
     B_scale = B_scale.float().contiguous()
-    while USE_TMA and TMA_CFGS and TensorDescriptor is not None and _tma_ok(A) and _tma_ok(B):
+    if USE_TMA and not _TMA_BROKEN and TensorDescriptor is not None and _tma_ok(A) and _tma_ok(B):
         try:
             _gemm_via_tma(A, B, out, A_scale, B_scale, M, N, K, kb)
             return out
@@ -225,11 +187,8 @@ def fp8_blockscale_gemm(A, A_scale, B, B_scale):
             if not FALLBACK:
                 raise
             _TMA_BROKEN.append(e)
-            cfg = TMA_CFGS.pop(0)
-            print("fp8_blockscale_gemm: the TMA kernel %s failed (%s: %s); %s from now on"
-                  % (cfg, type(e).__name__, str(e).strip()[:300],
-                     "TMA kernel %s" % (TMA_CFGS[0],) if TMA_CFGS else "the pointer kernel"),
-                  file=sys.stderr)
+            print("fp8_blockscale_gemm: the TMA kernel failed (%s: %s); the pointer kernel from now on"
+                  % (type(e).__name__, str(e).strip()[:300]), file=sys.stderr)
     BM, BN, warps, stages = PTR_CFG
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
     _fp8_ptr[grid](A, B, out, A_scale, B_scale, M, N, K, kb,

@@ -5,7 +5,8 @@
 # Z chosen on the host so that about E_ROW elements of the whole row are >= t.
 # The segment is then streamed in tiles (the next tile's load issued before the
 # current tile is processed); elements >= t are compacted (prefix sum) into the
-# segment's CAP slots. The count and t are written too.
+# segment's CAP slots (slots taken by atomics on a per-segment
+# counter, no block-wide scan in the loop). The count and t are written too.
 # Pass 2 (_merge), one program per row, checks the guess: if no segment
 # overflowed and at least K candidates are >= max(t over segments), every
 # element of the row's top K is a candidate (the K-th largest is >= every t),
@@ -66,7 +67,8 @@ def _select(x_ptr, cv_ptr, ci_ptr, cnt_ptr, thr_ptr, V, SEG, NS, Z,
     t = mean + Z * tl.sqrt(var)
     t = tl.where(t == t, t, float("-inf"))  # NaN (infinite inputs): take everything -> overflow -> exact path
     out = (row * NS + s) * CAP
-    cnt = 0
+    ctr = cnt_ptr + (row * NS + s) + ar * 0  # the segment's counter (zeroed on the host), one pointer per lane
+    one = tl.full([TILE], 1, tl.int32)
     xn = x0
     for st in range(start, end, TILE):
         xc = xn
@@ -75,15 +77,14 @@ def _select(x_ptr, cv_ptr, ci_ptr, cnt_ptr, thr_ptr, V, SEG, NS, Z,
         on = oc + TILE
         xn = tl.load(base + on, mask=on < end, other=0.0)
         c = mc & (xc >= t)
-        ci32 = c.to(tl.int32)
-        n = tl.sum(ci32, axis=0)
-        if n > 0:
-            pos = cnt + tl.cumsum(ci32, axis=0) - 1
-            w = c & (pos < CAP)
-            tl.store(cv_ptr + out + pos, xc, mask=w)
-            tl.store(ci_ptr + out + pos, oc, mask=w)
-        cnt += n
-    tl.store(cnt_ptr + row * NS + s, cnt)
+        # No block-wide scan or reduction in the loop (no barrier): each candidate
+        # takes its slot by a relaxed atomic on the counter (~3 per tile, so the
+        # order of the slots is arbitrary; pass 2 sorts them). The final counter
+        # is the segment's candidate count, CAP exceeded -> pass 2's exact path.
+        pos = tl.atomic_add(ctr, one, mask=c, sem="relaxed")
+        w = c & (pos < CAP)
+        tl.store(cv_ptr + out + pos, xc, mask=w)
+        tl.store(ci_ptr + out + pos, oc, mask=w)
     tl.store(thr_ptr + row * NS + s, t)
 
 
@@ -202,7 +203,7 @@ def topk_logits(logits):
     tile, ns, seg, cap, z, slots, warps = _plan(V)
     cv = torch.empty(B * ns * cap, dtype=torch.float32, device=x.device)
     ci = torch.empty(B * ns * cap, dtype=torch.int32, device=x.device)
-    cnt = torch.empty(B * ns, dtype=torch.int32, device=x.device)
+    cnt = torch.zeros(B * ns, dtype=torch.int32, device=x.device)  # pass 1's atomic counters
     thr = torch.empty(B * ns, dtype=torch.float32, device=x.device)
     _select[(B, ns)](x, cv, ci, cnt, thr, V, seg, ns, z, TILE=tile, CAP=cap, num_warps=warps)
     _merge[(B,)](x, cv, ci, cnt, thr, values, indices, V, ns, CAP=cap, SLOTS=slots, K=K, KS=64, FT=FT,
