@@ -335,6 +335,8 @@ def lab_table(lines):
                 c, t = checks.get((task, n)), times.get((task, sh, n))
                 if c is not None and c.get("error"):
                     cells.append("failed: " + c["error"][:60])
+                elif c is not None and c.get("correct") is False and (c.get("bound_ratio_max") or 0) > 1:
+                    cells.append("past the elementwise bound (%.2fx)" % c["bound_ratio_max"])
                 elif c is not None and c.get("correct") is False:
                     cells.append("incorrect (%.3g > %.3g)" % (c.get("max_measure"), c.get("tolerance")))
                 elif t is None or t.get("events_us") is None:

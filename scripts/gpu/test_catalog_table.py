@@ -159,6 +159,9 @@ class LabTable(unittest.TestCase):
             {"task": "t", "src": "catalog/solutions/gpu/x/src", "shape_index": 0, "events_us": 450.0, "pct_roofline": 100.0},
             {"task": "t", "src": "lab/t/v1", "shape_index": 0, "events_us": 100.0, "pct_roofline": 450.0},
             {"task": "t", "src": "lab/t/v2", "error": "load: SyntaxError: x"},
+            {"task": "t", "src": "lab/t/v3", "correct": False, "max_measure": 0.001, "tolerance": 0.01,
+             "bound_ratio_max": 1.9},
+            {"task": "t", "src": "lab/t/v3", "shape_index": 0, "events_us": 300.0, "pct_roofline": 150.0},
         ]
         text = ct.lab_table(lines)
         self.assertIn("| t | shape | eager | solution | v1 | v2 |", text)
@@ -168,3 +171,6 @@ class LabTable(unittest.TestCase):
         self.assertIn("incorrect (0.5 > 0.01)", row)
         self.assertNotIn("100.0 (450.0%)", row)
         self.assertIn("failed: load: SyntaxError", row)
+        # Inside the comparator's tolerance but past the board's elementwise bound: kzoo grade refuses it.
+        self.assertIn("past the elementwise bound (1.90x)", row)
+        self.assertNotIn("300.0", row)
