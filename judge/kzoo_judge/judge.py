@@ -715,8 +715,10 @@ class Judge:
             fraction = timing.PLAUSIBLE_FRACTION_BELL if bell else timing.PLAUSIBLE_FRACTION
         f = timing.cross_check(child_ns, wall, overhead, fraction, check_ns)
         if self.opt.trace:
-            log("trace: batch of %d: child %s us; judge %.1f us/call (est), wall %.1f us/call, overhead %r; flagged %s"
-                % (len(child_ns), ["%.1f" % (c / 1e3) for c in child_ns], f.judge_per_call_ns / 1e3,
+            # The Unix time lets a batch be read against samples taken beside the grade
+            # (fidelity.sh CLOCKS=1: nvidia-smi's clocks and throttle reasons).
+            log("trace: t=%.3f batch of %d: child %s us; judge %.1f us/call (est), wall %.1f us/call, overhead %r; flagged %s"
+                % (time.time(), len(child_ns), ["%.1f" % (c / 1e3) for c in child_ns], f.judge_per_call_ns / 1e3,
                    wall / max(len(child_ns), 1) / 1e3, overhead.as_dict(), f.flagged))
         return timing.even_out(f) if self.device == "cuda" else f
 

@@ -12,7 +12,9 @@
 # then on the device, with .device carried: bash scripts/gpu/fidelity.sh
 #   ONLY="softmax layernorm" limits it to those tasks; KINDS="eager solution" picks the kinds;
 #   NCU_CALLS (default 5); JUDGE_OPTIONS (a JSON object for `kzoo grade --judge-options`, e.g.
-#   '{"trace": true}': every timed batch's figures in the grade logs); GRADE_TIMEOUT (default 150 s a package); BUDGET_S (default 520): no
+#   '{"trace": true}': every timed batch's figures in the grade logs, with its Unix time); CLOCKS=1
+#   (nvidia-smi's SM and memory clocks, power and throttle reasons every 5 ms beside each grade,
+#   clocks_NAME.csv, to read the traced batches against); GRADE_TIMEOUT (default 150 s a package); BUDGET_S (default 520): no
 #   package is started once that much of the call has passed, so the table is always printed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -51,10 +53,17 @@ for kind, task, d in sorted(found, key=lambda f: (f[1] != "softmax", f[1], f[0])
 PYEOF
 }
 
-grade() {  # grade NAME DIR -> $LOGS/grade_NAME.{json,err}
+grade() {  # grade NAME DIR -> $LOGS/grade_NAME.{json,err} (and clocks_NAME.csv with CLOCKS=1)
+  local smi=""
+  if [ "${CLOCKS:-0}" = 1 ] && command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+      --format=csv,nounits -lms 5 > "$LOGS/clocks_$1.csv" 2>/dev/null &
+    smi=$!
+  fi
   timeout "${GRADE_TIMEOUT:-150}" "$K" grade "$2" --device cuda --json --catalog catalog --judge-dir judge \
     --python "$PY" --timeout "$(( ${GRADE_TIMEOUT:-150} - 10 ))" -v ${JUDGE_OPTIONS:+--judge-options "$JUDGE_OPTIONS"} > "$LOGS/grade_$1.json" 2> "$LOGS/grade_$1.err"
   echo "grade $1 rc=$? $(date +%s)" >> "$LOGS/progress.txt"
+  [ -z "$smi" ] || kill "$smi" 2>/dev/null
 }
 
 skipped=""
