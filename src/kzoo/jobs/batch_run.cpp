@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kzoo/jobs/heartbeat.hpp"
 #include "kzoo/package/tarball.hpp"
@@ -111,9 +112,16 @@ class BatchRun {
     if (o_.memory_bytes && o_.memory_bytes < spec.memory_bytes) spec.memory_bytes = o_.memory_bytes;
     spec.cpus = b_.cpus;
     spec.max_pids = 4096;
+    GpuPool::Lease lease;  // with the node's pool: this job's GPUs until the script ends
     if (b_.gpus > 0) {
       if (o_.device != "cuda") return infra(fmt::format("the job asks for {} GPUs and this runner has none", b_.gpus), false);
-      auto nodes = runner::gpu_device_nodes_for(o_.gpus);
+      if (o_.gpu_pool && o_.gpu_pool->free_count() < static_cast<std::size_t>(b_.gpus))
+        say(fmt::format("job {}: waiting for {} of this node's {} GPUs", job_.id, b_.gpus, o_.gpu_pool->size()));
+      auto gpus = batch_job_gpus(o_, b_.gpus, lease);
+      // Handed back: a node with that many GPUs can run it (this one no longer claims it).
+      if (!gpus) return infra(gpus.error().message, true);
+      if (o_.gpu_pool) say(fmt::format("job {}: on GPU {}", job_.id, fmt::join(*gpus, ",")));
+      auto nodes = runner::gpu_device_nodes_for(*gpus);
       if (!nodes) return infra(nodes.error().message, true);
       spec.devices = std::move(*nodes);
     }
@@ -197,6 +205,18 @@ class BatchRun {
 };
 
 }  // namespace
+
+Result<std::vector<int>> batch_job_gpus(const GradeJobOptions& o, int need, GpuPool::Lease& lease) {
+  if (need <= 0) return std::vector<int>{};
+  const int have = o.node_gpus();
+  if (have > 0 && need > have)
+    return fail(fmt::format("the job asks for {} GPUs of one node and this worker has {} (--gpus): run it on a worker "
+                            "started with --gpus naming {} or more",
+                            need, have, need));
+  if (!o.gpu_pool) return o.gpus;
+  lease = o.gpu_pool->take(static_cast<std::size_t>(need));
+  return lease.gpus();
+}
 
 std::vector<std::pair<std::string, std::string>> batch_environment(const store::BatchJob& b, const std::string& node) {
   const std::string dir = runner::kSandboxWorkdir;

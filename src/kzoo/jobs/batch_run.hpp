@@ -29,6 +29,15 @@ namespace kzoo::jobs {
 // rejected for the script's own ends, failed when the runner failed.
 JobReport run_batch_job(JobTransport& t, const store::Job& job, const GradeJobOptions& options);
 
+// The GPUs (nvidia-smi indices) a batch job that asked for `need` of them runs
+// on. With the node's pool (`kzoo worker --gpus 0,1,...`) they are taken from it
+// into `lease`, waiting while other jobs hold them, so that a batch job never
+// shares a GPU with a grade or another batch job; without, the worker's own
+// `gpus` (empty: every GPU the machine shows). An error when this worker cannot
+// give that many (the claim filter keeps such jobs from it; a worker restarted
+// with fewer GPUs can still hold one).
+Result<std::vector<int>> batch_job_gpus(const GradeJobOptions& options, int need, GpuPool::Lease& lease);
+
 // What a batch script's environment holds beside PATH, HOME and LANG (tests read it).
 std::vector<std::pair<std::string, std::string>> batch_environment(const store::BatchJob& b,
                                                                     const std::string& node);
