@@ -79,6 +79,15 @@ struct KeptUpload {
   std::string sha256;
 };
 
+// What made the commit a push judges (Api::judge_ref): the caller's own push,
+// or a batch job's script run for them. A batch job's result never changes
+// project files, whoever owns it, and `slurm_output` (slurm-<id>.out, which
+// Slurm's convention puts at the top) is passed over by the tree rules.
+struct PushOrigin {
+  bool batch_job = false;
+  std::string slurm_output;
+};
+
 struct Api {
   ServerConfig cfg;
   DataPaths paths;
@@ -188,10 +197,9 @@ struct Api {
   // push someone signed in; a 401 challenges with Basic, which git answers.
   std::optional<Caller> git_caller(const httplib::Request& req, httplib::Response& res, bool push);
   gitserve::PushAnswer judge_push(const Caller& caller, const std::vector<gitserve::PushCommand>& cmds);
-  // `ignored`: paths from the repository root the tree rules pass over (a
-  // batch job's slurm-<id>.out, which Slurm's convention puts at the top).
+  // `origin`: the caller's own push (default) or a batch job's result.
   gitserve::RefResult judge_ref(const Caller& caller, store::StateDb& db, const gitserve::PushCommand& c,
-                                std::vector<std::string>& messages, const std::set<std::string>& ignored = {});
+                                std::vector<std::string>& messages, const PushOrigin& origin = {});
   // A maintainer's push of project files to main that passed every rule:
   // main moves to one commit holding the pushed tree, audited; the rules in
   // it take effect only when the `checks` tag is moved (docs/GIT.md).

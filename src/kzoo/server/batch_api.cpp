@@ -475,7 +475,7 @@ void Api::judge_batches(store::StateDb& dbx) {
       dbx.set_actor(owner.actor());
       const std::string ref = b.route.empty() ? "refs/heads/main" : "refs/heads/routes/" + b.route;
       auto r = judge_ref(owner, dbx, {b.base_commit, b.result_commit, ref}, messages,
-                         {fmt::format("slurm-{}.out", b.job.id)});
+                         PushOrigin{true, fmt::format("slurm-{}.out", b.job.id)});
       review["ok"] = r.ok;
       if (!r.ok) review["refused"] = r.reason;
       static const std::regex kLine(R"(kzoo-submission: id=(\d+) job=(\d+) kernel=(\S+) .*held=(\S+) .*)");

@@ -266,7 +266,7 @@ gitserve::PushAnswer Api::judge_push(const Caller& caller, const std::vector<git
 }
 
 gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, const gitserve::PushCommand& c,
-                                   std::vector<std::string>& messages, const std::set<std::string>& ignored) {
+                                   std::vector<std::string>& messages, const PushOrigin& origin) {
   const std::string& ref = c.ref;
   auto refuse = [&](std::string reason) {
     messages.push_back(fmt::format("kzoo: {}: refused: {}", ref, reason));
@@ -289,9 +289,9 @@ gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, co
     if (!d.allowed())
       return refuse(d.reason + "; open a pull request instead: git push origin HEAD:refs/pulls/main/<topic> (or kzoo "
                                "submit --pull-request)");
-    // A batch job's result (judged with its slurm-<id>.out ignored) is what a
-    // script made, not the maintainer's own push: it never changes project files.
-    if (ignored.empty() && access::authorize(caller.who, access::Action::change_project_files).allowed())
+    // A batch job's result is what a script made, not the maintainer's own
+    // push: it never changes project files.
+    if (!origin.batch_job && access::authorize(caller.who, access::Action::change_project_files).allowed())
       project_files = gitserve::ProjectFiles::listed;
   } else if (ref.rfind("refs/heads/routes/", 0) == 0) {
     route = ref.substr(18);
@@ -357,6 +357,8 @@ gitserve::RefResult Api::judge_ref(const Caller& caller, store::StateDb& dbx, co
   if (**base == c.new_id) return refuse(fmt::format("nothing new: the commit is already in {}", target));
   auto packages = repo.list_packages(**base);
   if (!packages) return refuse(packages.error().message);
+  std::set<std::string> ignored;  // paths from the repository root the tree rules pass over
+  if (origin.batch_job && !origin.slurm_output.empty()) ignored.insert(origin.slurm_output);
   auto review = gitserve::review_push(repo.dir(), **base, c.new_id, *packages, package::repository_limits(),
                                       project_files, ignored);
   if (!review) return refuse(review.error().message);
