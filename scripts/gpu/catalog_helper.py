@@ -188,13 +188,19 @@ def _load_solution(task, src):
     return getattr(mod, task.entry_point)
 
 
-def _measure(fn, ref, task, dims, seed, specs):
+def _outputs(fn, ref, task, dims, seed):
+    """(what `fn` returned, with its in-place inputs; what the reference returned) on one fresh input set."""
     x = inputs.make_inputs(task, dims, seed, "cuda")
     exp = reference.run(ref, task, x)
     args = [t.clone() for t in x]
     with torch.no_grad():
         got = reference.as_list(fn(*args)) + [args[task.input_index(n)] for n in task.in_place]
     torch.cuda.synchronize()
+    return got, exp
+
+
+def _measure(fn, ref, task, dims, seed, specs):
+    got, exp = _outputs(fn, ref, task, dims, seed)
     return compare.measure(got, exp, specs, task.comparator, task.row_pass)
 
 
@@ -280,12 +286,7 @@ def _board_bound(task_dir):
 
 def _measure_bounded(fn, ref, task, dims, seed, specs, bound):
     """(the comparator's measure, the largest |out - exp| / (atol + rtol |exp|)) of one call."""
-    x = inputs.make_inputs(task, dims, seed, "cuda")
-    exp = reference.run(ref, task, x)
-    args = [t.clone() for t in x]
-    with torch.no_grad():
-        got = reference.as_list(fn(*args)) + [args[task.input_index(n)] for n in task.in_place]
-    torch.cuda.synchronize()
+    got, exp = _outputs(fn, ref, task, dims, seed)
     m = compare.measure(got, exp, specs, task.comparator, task.row_pass)
     v = compare.compare(got, exp, specs, task.comparator, math.inf, task.row_pass, strict_dtype=False, bound=bound)
     return m, (v.bound_ratio or 0.0)
