@@ -31,7 +31,8 @@ trap 'rm -rf "$tmp"' EXIT
 rc=$?
 check "baseline $id is accepted" 0 $rc
 [ $rc = 0 ] || tail -30 "$tmp/err.txt"
-grep -q "kzoo-judge: trace: batch of" "$tmp/err.txt" || { echo "FAIL --judge-options '{\"trace\": true}' logged no timed batch"; fails=$((fails + 1)); }
+# Each batch with its Unix time, to be read against clocks sampled beside the grade.
+grep -qE "kzoo-judge: trace: t=[0-9]+\.[0-9]{3} batch of" "$tmp/err.txt" || { echo "FAIL --judge-options '{\"trace\": true}' logged no timed batch with its time"; fails=$((fails + 1)); }
 /usr/bin/python3 - "$tmp/out.json" "$id" <<'PY' || { echo "FAIL the --json output is not one benchmark document"; fails=$((fails + 1)); }
 import json, sys
 doc = json.load(open(sys.argv[1]))
