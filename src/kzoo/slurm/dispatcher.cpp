@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <fmt/format.h>
@@ -53,7 +54,11 @@ Result<Dispatcher> Dispatcher::open(DispatchOptions o, store::StateDb& db, store
     auto e = format::parse_json(line, d.o_.dir + "/batch.jsonl");
     if (!e || !e->is_object()) continue;  // a line cut short by a crash
     const std::string id = e->value("id", "");
-    if (e->value("event", "") == "submitted") d.out_[id] = Batch{id, e->value("at", std::int64_t{0})};
+    if (e->value("event", "") == "submitted") {
+      Batch b{id, e->value("at", std::int64_t{0})};
+      b.gpus = e->value("gpus", 0);
+      d.out_[id] = b;
+    }
     else d.out_.erase(id);
   }
   return d;
@@ -123,7 +128,7 @@ Result<void> Dispatcher::follow(const Partition& p) {
   return {};
 }
 
-Result<void> Dispatcher::submit(const Partition& p) {
+Result<void> Dispatcher::submit(const Partition& p, int gpus) {
   std::vector<std::string> argv = o_.worker;
   // The check's own limit inside the batch job's: benchmark.py must end before Slurm ends the job.
   argv.push_back("--timeout");
@@ -134,33 +139,69 @@ Result<void> Dispatcher::submit(const Partition& p) {
     f << batch_script(argv, o_.dir);
     if (!f) return fail("cannot write " + script);
   }
-  std::vector<std::string> opts = sbatch_options(p);
+  std::vector<std::string> opts = sbatch_options(p, gpus);
   opts.insert(opts.end(), {"--job-name=kzoo-check", "--no-requeue", "--chdir=" + o_.dir, "--output=" + o_.dir + "/%j.log"});
   auto id = sbatch(opts, script);
   if (!id) return tl::unexpected(id.error());
-  out_[*id] = Batch{*id, store::system_now_ms()};
-  note({{"event", "submitted"}, {"id", *id}, {"partition", p.name}, {"options", opts}});
-  say(fmt::format("batch job {} submitted on partition {}", *id, p.name));
+  Batch b{*id, store::system_now_ms()};
+  b.gpus = gpus;
+  out_[*id] = b;
+  note({{"event", "submitted"}, {"id", *id}, {"partition", p.name}, {"gpus", gpus}, {"options", opts}});
+  say(fmt::format("batch job {} submitted on partition {}{}", *id, p.name,
+                  gpus > 0 ? fmt::format(" ({} GPU{})", gpus, gpus == 1 ? "" : "s") : std::string()));
   return {};
 }
 
+int allocation_gpus(int need, int partition_gpus) {
+  if (partition_gpus <= 0) return 0;
+  return std::max(partition_gpus, need);
+}
+
+FillPlan plan_fill(const std::map<int, std::int64_t>& queued, const std::map<std::string, int>& pending,
+                   int outstanding, int max_batch, int partition_gpus) {
+  std::map<int, std::int64_t> need;  // allocation size -> batch jobs wanted
+  for (const auto& [gpus, n] : queued) need[allocation_gpus(gpus, partition_gpus)] += n;
+  std::map<int, std::vector<std::string>> have;  // allocation size -> pending ids, oldest first
+  for (const auto& [id, gpus] : pending) have[gpus].push_back(id);
+  FillPlan plan;
+  for (auto& [gpus, ids] : have) {
+    std::sort(ids.begin(), ids.end(), [](const auto& a, const auto& b) { return std::stoll(a) < std::stoll(b); });
+    // Every pending batch job will claim one queued job when it starts.
+    for (std::int64_t excess = static_cast<std::int64_t>(ids.size()) - need[gpus]; excess > 0; --excess) {
+      plan.cancel.push_back(ids.back());
+      ids.pop_back();
+    }
+  }
+  std::map<int, std::int64_t> short_of;
+  for (const auto& [gpus, n] : need)
+    if (const auto h = static_cast<std::int64_t>(have[gpus].size()); n > h) short_of[gpus] = n - h;
+  int out = outstanding - static_cast<int>(plan.cancel.size());
+  // Round-robin: a job needing a larger allocation is not kept waiting behind
+  // every single-GPU one when --max-batch caps what is out.
+  while (out < max_batch && !short_of.empty()) {
+    for (auto it = short_of.begin(); it != short_of.end() && out < max_batch;) {
+      plan.submit.push_back(it->first);
+      ++out;
+      it = --it->second == 0 ? short_of.erase(it) : std::next(it);
+    }
+  }
+  return plan;
+}
+
 Result<void> Dispatcher::fill(const Partition& p) {
-  auto queued = db_.count_claimable();
+  auto queued = db_.claimable_by_gpus();
   if (!queued) return fail("cannot count the queued jobs: " + queued.error().message);
-  std::vector<std::string> pending;  // newest last
+  std::map<std::string, int> pending;
   for (const auto& [id, b] : out_)
-    if (b.state == "PENDING") pending.push_back(id);
-  std::sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return std::stoll(a) < std::stoll(b); });
-  // Every pending batch job will claim one queued job when it starts.
-  std::int64_t need = *queued - static_cast<std::int64_t>(pending.size());
-  for (; need < 0 && !pending.empty(); ++need) {
-    const std::string id = pending.back();
-    pending.pop_back();
+    // A batch job noted before its GPUs were (2026-12-02) asked for the partition's.
+    if (b.state == "PENDING") pending[id] = b.gpus > 0 ? b.gpus : allocation_gpus(0, p.gpus);
+  const FillPlan plan = plan_fill(*queued, pending, static_cast<int>(out_.size()), o_.max_batch, p.gpus);
+  for (const auto& id : plan.cancel) {
     if (auto c = scancel(id); !c) return tl::unexpected(c.error());
     ended(id, std::nullopt, "cancelled: no queued job needs it any more");
   }
-  for (; need > 0 && static_cast<int>(out_.size()) < o_.max_batch; --need)
-    if (auto r = submit(p); !r) return r;
+  for (int gpus : plan.submit)
+    if (auto r = submit(p, gpus); !r) return r;
   return {};
 }
 

@@ -52,7 +52,29 @@ struct Batch {
   std::int64_t submitted_at = 0;  // ms, this host's clock
   std::int64_t started_at = 0;    // first seen running; 0: not yet
   std::string state = "PENDING";
+  int gpus = 0;                   // the GPUs its allocation asked for
 };
+
+// The GPUs a batch job asks for to run a job needing `need` of one node, on a
+// partition whose checks get `partition_gpus`: the partition's, or the job's
+// when it needs more. A CPU board's partition (0 GPUs) runs every check on
+// the CPU, whatever GPU count a job carries: 0.
+int allocation_gpus(int need, int partition_gpus);
+
+// One step's decision about the pending batch jobs, apart from Slurm (tests):
+// for every allocation size, as many pending as there are claimable jobs that
+// need that size; the newest pending of a size in excess are cancelled; new
+// ones are submitted round-robin over the sizes short of them, while fewer
+// than `max_batch` are out.
+struct FillPlan {
+  std::vector<std::string> cancel;  // pending batch jobs no queued job needs, newest first
+  std::vector<int> submit;          // the GPUs of each batch job to submit, in order
+};
+// `queued`: claimable jobs by the GPUs each needs (StateDb::claimable_by_gpus);
+// `pending`: each pending batch job's id and GPUs; `outstanding`: batch jobs out,
+// pending or running.
+FillPlan plan_fill(const std::map<int, std::int64_t>& queued, const std::map<std::string, int>& pending,
+                   int outstanding, int max_batch, int partition_gpus);
 
 class Dispatcher {
  public:
@@ -69,7 +91,7 @@ class Dispatcher {
   Result<Partition> partition();
   Result<void> follow(const Partition& p);
   Result<void> fill(const Partition& p);
-  Result<void> submit(const Partition& p);
+  Result<void> submit(const Partition& p, int gpus);
   void ended(const std::string& id, const std::optional<BatchEnd>& end, const std::string& why);
   void note(const nlohmann::json& event);
   void say(const std::string& line) const;

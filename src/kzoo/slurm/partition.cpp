@@ -9,11 +9,11 @@ std::string slurm_duration(int seconds) {
   return fmt::format("{}-{:02}:{:02}:{:02}", d, h, m, s);
 }
 
-std::vector<std::string> sbatch_options(const Partition& p) {
+std::vector<std::string> sbatch_options(const Partition& p, std::optional<int> gpus) {
   std::vector<std::string> o{"--partition=" + p.name, "--time=" + slurm_duration(p.default_time_s)};
   if (p.cpus > 0) o.push_back("--cpus-per-task=" + std::to_string(p.cpus));
   if (p.memory_mb > 0) o.push_back("--mem=" + std::to_string(p.memory_mb) + "M");
-  if (p.gpus > 0) o.push_back("--gres=gpu:" + std::to_string(p.gpus));
+  if (const int n = gpus.value_or(p.gpus); n > 0) o.push_back("--gres=gpu:" + std::to_string(n));
   return o;
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +65,9 @@ class JobQueue {
   virtual StateResult<std::int64_t> count_jobs(State s) = 0;
   // Queued jobs a worker may claim now (not held): the work waiting for a runner.
   virtual StateResult<std::int64_t> count_claimable() = 0;
+  // The same, by the GPUs of one node each needs (requires_gpus -> jobs): what
+  // a dispatcher sizes its allocations by (slurm/dispatcher.hpp).
+  virtual StateResult<std::map<int, std::int64_t>> claimable_by_gpus() = 0;
 
   // Holds. A held queued job becomes claimable; wrong_state unless queued
   // and held for a maintainer (kHeldAdmin).

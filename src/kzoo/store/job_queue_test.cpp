@@ -304,6 +304,21 @@ TEST_P(JobQueueTest, AGpuRunnerTakesOnlyJobsItsDeviceCanRunAndTheJobsItLeavesSay
   EXPECT_REFUSED(db->enqueue(submit().id, 3, false, {.compute_capability = -1}), invalid);
 }
 
+TEST_P(JobQueueTest, TheClaimableJobsAreCountedByTheGpusEachNeeds) {
+  EXPECT_TRUE(db->claimable_by_gpus()->empty()) << "nothing queued";
+  ASSERT_TRUE(db->enqueue(submit().id, 3, false, {.compute_capability = 90, .gpus = 4}));
+  ASSERT_TRUE(db->enqueue(submit().id, 3, false, {.compute_capability = 90}));
+  ASSERT_TRUE(db->enqueue(submit().id, 3, false, {}));
+  ASSERT_TRUE(db->enqueue(submit().id, 3, true, {.gpus = 4}));  // held: waits for a maintainer, not a runner
+  auto by = db->claimable_by_gpus();
+  ASSERT_TRUE(by) << by.error().message;
+  EXPECT_EQ(*by, (std::map<int, std::int64_t>{{1, 2}, {4, 1}}));
+  auto taken = db->claim_job("node-8/gpu0", 60, {.compute_capability = 90, .gpus = 8});
+  ASSERT_TRUE(taken && *taken);
+  EXPECT_EQ(*db->claimable_by_gpus(), (std::map<int, std::int64_t>{{1, 2}})) << "the oldest, of 4, is running";
+  EXPECT_EQ(*db->count_claimable(), 2);
+}
+
 TEST_P(JobQueueTest, ARunnerTakesOnlyJobsItsNodeHasTheGpusForAndTheJobsItLeavesSaySo) {
   auto four = *db->enqueue(submit().id, 3, false, {.compute_capability = 90, .gpus = 4});
   auto one = *db->enqueue(submit().id, 3, false, {.compute_capability = 90});

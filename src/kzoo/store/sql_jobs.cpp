@@ -237,6 +237,16 @@ StateResult<std::int64_t> SqlJobQueue::count_claimable() {
   return c_.guarded([&] { return c_.db().query("SELECT count(*) FROM jobs WHERE state='queued' AND held=0").at(0).i64(0); });
 }
 
+StateResult<std::map<int, std::int64_t>> SqlJobQueue::claimable_by_gpus() {
+  return c_.guarded([&] {
+    std::map<int, std::int64_t> out;
+    for (const auto& r : c_.db().query("SELECT requires_gpus, count(*) FROM jobs WHERE state='queued' AND held=0 "
+                                       "GROUP BY requires_gpus"))
+      out[static_cast<int>(r.i64(0))] = r.i64(1);
+    return out;
+  });
+}
+
 StateResult<Job> SqlJobQueue::release_job(std::int64_t job_id) {
   return c_.guarded([&] {
     return c_.write([&] {

@@ -151,6 +151,7 @@ class SqlJobQueue : public virtual JobQueue {
   StateResult<std::vector<Job>> jobs_of(std::int64_t submission_id) override;
   StateResult<std::int64_t> count_jobs(State s) override;
   StateResult<std::int64_t> count_claimable() override;
+  StateResult<std::map<int, std::int64_t>> claimable_by_gpus() override;
   StateResult<Job> release_job(std::int64_t job_id) override;
   StateResult<std::vector<HeldJob>> held_jobs(int limit) override;
   StateResult<std::vector<JobListing>> list_jobs(const JobFilter& f) override;
