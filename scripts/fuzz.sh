@@ -14,7 +14,7 @@ jobs="$(nproc)"
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DKZOO_BUILD_FUZZERS=ON -DKZOO_BUILD_TESTS=OFF -DKZOO_BUILD_BENCHMARKS=OFF -DKZOO_UNITY_BUILD=ON >/dev/null
+  -DKZOO_BUILD_FUZZERS=ON -DKZOO_BUILD_TESTS=OFF -DKZOO_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build build-fuzz -j "$jobs" --target kzoo_fuzzers
 
 export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1"

@@ -5,7 +5,8 @@
       the reference itself run eagerly (the fp32 maths, the catalog's baseline before issue 18), the
       vendor library where the task names one (bf16-gemm: cuBLAS through torch.matmul), and the
       roofline (canonical work / the device class's peak). Times are CUDA events around one call, L2
-      flushed before each, the median of N calls over a ring of fresh input sets. One JSON line per
+      flushed before each and the device kept busy ~1 ms before the start event (PAD_CYCLES), the
+      median of N calls over a ring of fresh input sets. One JSON line per
       task on stdout. --warm-only compiles (and autotunes) without timing, to fill
       TORCHINDUCTOR_CACHE_DIR ahead of a quiet timing run.
   catalog_helper.py events TASK_DIR SRC_DIR [--shape I] [--calls N]
@@ -14,8 +15,7 @@
   catalog_helper.py lab TASK_DIR SRC_DIR... [--calls N] [--seeds N] [--baseline SRC] [--deadline-s S]
       A kernel's lab bench: each SRC_DIR (a solution's src/, or a candidate's) checked against the
       reference at every correctness shape (--seeds seeds each) and every graded shape, then timed at
-      every graded shape as `events` does (with the device kept busy before each start event, so
-      that the host's launch stays out of the window); the task's eager package (catalog/kernel_data, or
+      every graded shape as `events` does; the task's eager package (catalog/kernel_data, or
       --baseline) timed the same way at each graded shape, with the roofline. One JSON line per
       (source, graded shape), then one per source with its correctness: `max_measure` against
       `tolerance`, and `bound_ratio_max` (the board's elementwise guardrail) against 1. Stops starting new work at --deadline-s.
@@ -78,10 +78,17 @@ def _graded(task, index=0):
     return name, task.bind(w, w["graded"][index])
 
 
+# The device spins about 1 ms (2e6 cycles at the H200's ~2 GHz; longer at a lower clock,
+# which only widens the margin) before each timed call's start event: the host's launch
+# overlaps it, so the window holds the call's kernels as Nsight Compute counts them, not
+# a Triton launch's 50-70 us of Python on an idle device (2026-12-02, docs/PERF.md).
+PAD_CYCLES = 2_000_000
+
+
 def _median_us(fn, sets, calls, flush):
     times = []
     for i in range(calls):
-        us, _ = timed_call(fn, sets[i % len(sets)], flush=flush)
+        us, _ = timed_call(fn, sets[i % len(sets)], flush=flush, pad_cycles=PAD_CYCLES)
         times.append(us)
     return statistics.median(times)
 
@@ -257,25 +264,6 @@ def _error_line(e):
     return "%s: %s" % (type(e).__name__, text.splitlines()[-1][:300] if text else "")
 
 
-def _padded_median_us(fn, sets, calls, flush, pad_cycles=2_000_000):
-    """As _median_us, with the device kept busy (~1 ms) before each start event: the host's
-    launch of the call overlaps that wait, so the window holds the kernels as Nsight Compute
-    counts them, not a Triton launch's 50-70 us of Python on an idle device."""
-    times = []
-    for i in range(calls):
-        args = sets[i % len(sets)]
-        torch.cuda.synchronize()
-        flush()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(pad_cycles)
-        a.record()
-        fn(*args)
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(times)
-
-
 def _board_bound(task_dir):
     """(atol, rtol) of the board's elementwise guardrail for this task: the task's declared
     `elementwise_atol` where it has one, else the seed's 1e-2; rtol 1e-2 (judge.elementwise_bound)."""
@@ -303,13 +291,12 @@ def lab(task_dir, srcs, calls, seeds, baseline, deadline_s):
     graded = [task.bind(w, s) for s in w["graded"]]
     _, dc = device_class()
     baseline = baseline or _eager_src(task)
-    lines = []
     fns = {}
     for src in ([baseline] if baseline else []) + list(srcs):
         try:
             fns[src] = _load_solution(task, src)
         except Exception as e:  # noqa: BLE001 - a candidate that fails to load is a line, not a stop
-            lines.append({"task": task.name, "src": src, "error": "load: " + _error_line(e)})
+            print(json.dumps({"task": task.name, "src": src, "error": "load: " + _error_line(e)}), flush=True)
             traceback.print_exc(file=sys.stderr)
     for src in srcs:
         if src not in fns:
@@ -335,7 +322,6 @@ def lab(task_dir, srcs, calls, seeds, baseline, deadline_s):
         except Exception as e:  # noqa: BLE001
             out["error"] = _error_line(e)
             traceback.print_exc(file=sys.stderr)
-        lines.append(out)
         print(json.dumps(out), flush=True)
     for gi, dims in enumerate(graded):
         roof_s, _how = gates.roofline_seconds(task, dims, dc)
@@ -354,7 +340,7 @@ def lab(task_dir, srcs, calls, seeds, baseline, deadline_s):
                     for s in sets[:2]:  # first calls: builds, autotuning
                         fn(*[t.clone() for t in s])
                     torch.cuda.synchronize()
-                    out["events_us"] = _padded_median_us(fn, sets, calls, flush)
+                    out["events_us"] = _median_us(fn, sets, calls, flush)
                 if out["roofline_us"]:
                     out["pct_roofline"] = round(100 * out["roofline_us"] / out["events_us"], 1)
             except Exception as e:  # noqa: BLE001

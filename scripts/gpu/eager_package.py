@@ -36,16 +36,21 @@ def l2_buffer():
     return torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32, device="cuda")
 
 
-def timed_call(fn, args, flush=None, end_after_sync=False, tail=None):
+def timed_call(fn, args, flush=None, end_after_sync=False, tail=None, pad_cycles=0):
     """(microseconds, result) of one call between CUDA events, after a device sync and `flush`.
     The window ends on the call's stream, or with end_after_sync after a device-wide sync
     (the judge's window before 2026-11-30). With `tail` (a list), the judge's drain follows the
-    stream end (spin on it, device sync, one more event) and its length is appended."""
+    stream end (spin on it, device sync, one more event) and its length is appended. With
+    `pad_cycles` the device spins that long before the start event, so that the host's launch
+    of the call overlaps it instead of opening the window on an idle device (as the judge's
+    launch pad: docs/JUDGE.md)."""
     import torch
     torch.cuda.synchronize()
     if flush is not None:
         flush()
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if pad_cycles:
+        torch.cuda._sleep(pad_cycles)
     a.record()
     r = fn(*args)
     if end_after_sync:

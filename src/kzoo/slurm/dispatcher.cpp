@@ -58,8 +58,9 @@ Result<Dispatcher> Dispatcher::open(DispatchOptions o, store::StateDb& db, store
       Batch b{id, e->value("at", std::int64_t{0})};
       b.gpus = e->value("gpus", 0);
       d.out_[id] = b;
+    } else {
+      d.out_.erase(id);
     }
-    else d.out_.erase(id);
   }
   return d;
 }
