@@ -1,0 +1,102 @@
+# Paged-attention decode over an fp8 KV cache in Triton, flash-decoding style.
+#
+# Pass 1: one program per (sequence, KV head, split of the sequence). It streams
+# its split's tokens 64 at a time through the block table, dequantises the fp8
+# keys and values in registers (the per-tensor scales are folded into the score
+# scale and applied once to the output), and runs all query heads of the KV
+# group together -- padded to 16 rows, so both products run on tensor cores --
+# through an online softmax. Each split leaves its unnormalised output, running
+# maximum and sum. Pass 2 merges the splits with their log-sum-exp weights.
+# Splits are chosen from the batch's shape (never from seq_lens, which would
+# need a device-to-host copy) so that about a thousand programs run.
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+LOG2E = 1.4426950408889634
+PAGE = 16
+BLOCK_N = 64
+
+
+@triton.jit
+def _decode_split(q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, bt_ptr, sl_ptr, po_ptr, pm_ptr, pl_ptr,
+                  HQ, HK, NBLK, CHUNK, SPLITS, sm_scale_log2,
+                  G: tl.constexpr, GP: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr, PAGE: tl.constexpr):
+    b = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1)
+    sp = tl.program_id(2)
+    n = tl.load(sl_ptr + b)
+    start = sp * CHUNK
+    end = tl.minimum(start + CHUNK, n)
+    g = tl.arange(0, GP)
+    gm = g < G
+    d = tl.arange(0, D)
+    qrow = b * HQ + h * G + g
+    q = tl.load(q_ptr + qrow[:, None] * D + d[None, :], mask=gm[:, None], other=0.0)
+    qk_scale = sm_scale_log2 * tl.load(ks_ptr)
+    m_i = tl.zeros([GP], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([GP], dtype=tl.float32)
+    acc = tl.zeros([GP, D], dtype=tl.float32)
+    offs_n = tl.arange(0, BLOCK_N)
+    for t0 in range(start, end, BLOCK_N):
+        tok = t0 + offs_n
+        tm = tok < end
+        page = tl.load(bt_ptr + b * NBLK + tok // PAGE, mask=tm, other=0)
+        slot = (page.to(tl.int64) * PAGE + tok % PAGE) * HK + h
+        k = tl.load(kc_ptr + slot[:, None] * D + d[None, :], mask=tm[:, None], other=0.0).to(tl.bfloat16)
+        s = tl.dot(q, tl.trans(k)) * qk_scale
+        s = tl.where(tm[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.math.exp2(s - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(vc_ptr + slot[:, None] * D + d[None, :], mask=tm[:, None], other=0.0).to(tl.bfloat16)
+        acc = tl.dot(p.to(tl.bfloat16), v, acc * alpha[:, None])
+        m_i = m_new
+    part = qrow * SPLITS + sp
+    tl.store(po_ptr + part[:, None] * D + d[None, :], acc * tl.load(vs_ptr), mask=gm[:, None])
+    tl.store(pm_ptr + part, m_i, mask=gm)
+    tl.store(pl_ptr + part, l_i, mask=gm)
+
+
+@triton.jit
+def _decode_merge(po_ptr, pm_ptr, pl_ptr, out_ptr, SPLITS, D: tl.constexpr, SP: tl.constexpr):
+    r = tl.program_id(0).to(tl.int64)
+    s = tl.arange(0, SP)
+    sm = s < SPLITS
+    m = tl.load(pm_ptr + r * SPLITS + s, mask=sm, other=float("-inf"))
+    l = tl.load(pl_ptr + r * SPLITS + s, mask=sm, other=0.0)
+    mx = tl.max(m, axis=0)
+    w = tl.where(m == float("-inf"), 0.0, tl.math.exp2(m - mx))
+    total = tl.sum(l * w, axis=0)
+    d = tl.arange(0, D)
+    o = tl.load(po_ptr + (r * SPLITS + s)[:, None] * D + d[None, :], mask=sm[:, None], other=0.0)
+    out = tl.sum(o * w[:, None], axis=0) / total
+    tl.store(out_ptr + r * D + d, out.to(tl.bfloat16))
+
+
+def paged_attention_decode(query, k_cache, k_cache_scale, v_cache, v_cache_scale, block_tables, seq_lens):
+    B, HQ, D = query.shape
+    HK = k_cache.shape[2]
+    G = HQ // HK
+    out = torch.empty(B, HQ, D, dtype=torch.bfloat16, device=query.device)
+    if B == 0:
+        return out
+    nblk = block_tables.shape[1]
+    longest = nblk * PAGE  # an upper bound of every seq_len, known without a sync
+    splits = max(1, min(triton.cdiv(1024, B * HK), triton.cdiv(longest, 1024)))
+    chunk = triton.cdiv(triton.cdiv(longest, splits), BLOCK_N) * BLOCK_N
+    splits = triton.cdiv(longest, chunk)
+    po = torch.empty(B * HQ * splits, D, dtype=torch.float32, device=query.device)
+    pm = torch.empty(B * HQ * splits, dtype=torch.float32, device=query.device)
+    pl = torch.empty(B * HQ * splits, dtype=torch.float32, device=query.device)
+    gp = max(16, triton.next_power_of_2(G))
+    _decode_split[(B, HK, splits)](query.contiguous(), k_cache, v_cache, k_cache_scale, v_cache_scale,
+                                   block_tables.contiguous(), seq_lens.contiguous(), po, pm, pl,
+                                   HQ, HK, nblk, chunk, splits, LOG2E / math.sqrt(D),
+                                   G=G, GP=gp, D=D, BLOCK_N=BLOCK_N, PAGE=PAGE, num_warps=4, num_stages=3)
+    _decode_merge[(B * HQ,)](po, pm, pl, out, splits, D=D, SP=triton.next_power_of_2(splits), num_warps=4)
+    return out
