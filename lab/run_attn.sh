@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Issue 19's lab bench on the H200 (round 2): catalog_helper.py lab for both attention tasks in
-# two runs inside one 90 s budget. Prefill: `prev` (main at bd9d4f3, the pre-round-1 kernel, which
-# is again the catalog solution: the script checks they are the same file), `r1` (round 1's TMA
-# solution) and `fma` (prev plus the one-FMA scale, autotune choice printed to stderr), so the old
-# and new versions are timed in one run. Decode: the catalog solution (round 1), `prev` (main at
-# bd9d4f3), `allheads` (one program reads whole pages for all KV heads) and `bn256w8`. Each run
-# gets a hard timeout and a --deadline-s 7 s inside it (no new work after that).
-# Output under "${OUT:-/tmp/out}/attn/": <run>.jsonl (stdout JSON lines), <run>.stderr, rc.txt
-# (exit status, timeout and wall seconds of each run).
+# Issue 19's lab bench on the H200 (round 3): catalog_helper.py lab for both attention tasks, decode
+# first, in one 168 s budget (Triton builds included). Each run checks every correctness and graded
+# shape against the comparator and the board's elementwise bound, then times every graded shape
+# beside the task's eager package.
+#   decode (up to 95 s): the catalog solution (baseline), `kq` (S^T = K Q^T: both products on
+#     wgmma) and `sweep` (the solution's kernel under a config/split sweep). Both variants sweep
+#     (BLOCK_N, warps, stages) and the split count on the first call at each graded shape and log
+#     every timing as a JSON line on stderr (collected into decode_sweep.jsonl).
+#   prefill (the rest, at least 60 s): the catalog solution and `sweep` (its kernel byte for byte
+#     under a sweep that adds the 2-programs-per-SM configs; log in prefill_sweep.jsonl).
+# Each run gets a hard timeout and a --deadline-s 7 s inside it (no new work after that).
+# Output under "${OUT:-/tmp/out}/attn/": <run>.jsonl (stdout JSON lines), <run>.stderr,
+# <run>_sweep.jsonl (the sweeps' lines), rc.txt (exit status, timeout and wall seconds of each run).
 set -u
 cd "$(dirname "$0")/.."
 PY="${KZOO_PYTHON:-python3}"
@@ -17,7 +21,8 @@ mkdir -p "$DIR"
 SOL=catalog/solutions/gpu/h200/attention
 PRE=catalog/tasks/flash-attention-prefill
 DEC=catalog/tasks/paged-attention-decode
-BUDGET=88
+LAB=lab
+BUDGET=168
 START=$(date +%s)
 
 run() {  # run NAME WANT_S TASK_DIR SRC...
@@ -34,12 +39,11 @@ run() {  # run NAME WANT_S TASK_DIR SRC...
         >"$DIR/$name.jsonl" 2>"$DIR/$name.stderr"
     rc=$?
     echo "$name rc=$rc timeout_s=$t wall_s=$(( $(date +%s) - t0 ))" >>"$DIR/rc.txt"
+    grep '^{"variant"' "$DIR/$name.stderr" >"$DIR/${name}_sweep.jsonl"
 }
 
-cmp -s lab/flash-attention-prefill/prev/flash_attention.py \
-    "$SOL/flash_prefill/bf16/flash_attention_prefill_eager/src/flash_attention.py" \
-    && echo "prefill solution == lab prev" >>"$DIR/rc.txt" || echo "prefill solution != lab prev" >>"$DIR/rc.txt"
-run prefill 48 "$PRE" lab/flash-attention-prefill/prev lab/flash-attention-prefill/r1 lab/flash-attention-prefill/fma
-run decode "$BUDGET" "$DEC" "$SOL/paged_decode/fp8/paged_attention_decode_eager/src" lab/paged-attention-decode/prev \
-    lab/paged-attention-decode/allheads lab/paged-attention-decode/bn256w8
+run decode 95 "$DEC" "$SOL/paged_decode/fp8/paged_attention_decode_eager/src" \
+    "$LAB/paged-attention-decode/kq" "$LAB/paged-attention-decode/sweep"
+run prefill "$BUDGET" "$PRE" "$SOL/flash_prefill/bf16/flash_attention_prefill_eager/src" \
+    "$LAB/flash-attention-prefill/sweep"
 cat "$DIR/rc.txt"
