@@ -130,6 +130,7 @@ class Child:
         self.arrived_ns = None
         self.pid = self.proc.pid
         self.sleep_rate = 0.0
+        self.pad_note = None  # GPU: the child's launch pad (pad.py), as it reported it
         self._setup_timeout = setup_timeout
         self.send(("setup", device, l2_bytes))
         self._set_up = False
@@ -153,7 +154,9 @@ class Child:
         if r[0] != "ok":
             raise ChildFailure("protocol", "child setup failed: %s" % (r[1:],))
         # cycles of torch.cuda._sleep per microsecond, measured before any submitted code ran
-        self.sleep_rate = float((r[1] or {}).get("sleep_cycles_per_us", 0.0)) if isinstance(r[1], dict) else 0.0
+        info = r[1] if isinstance(r[1], dict) else {}
+        self.sleep_rate = float(info.get("sleep_cycles_per_us", 0.0))
+        self.pad_note = str(info["pad"])[:200] if "pad" in info else None
         self._set_up = True
 
     def arenas(self, in_bytes, out_bytes):

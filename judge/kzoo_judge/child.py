@@ -69,7 +69,8 @@ class Harness:
         self.out_arena = None  # CPU: the judge's output arena (arena.py); outputs are copied there
         self.spin_next = False  # spin-wait for the next message (prepare)
         self.bell = None  # the doorbell that starts and ends a paced timed call (bell.py)
-        self.sleep_rate = 0.0  # GPU: cycles of torch.cuda._sleep per microsecond (_pad)
+        self.sleep_rate = 0.0  # GPU: cycles of torch.cuda._sleep per microsecond (_busy)
+        self.pad = None  # GPU: the launch pad that holds every SM (pad.py); None: calls run unpadded
 
     # --- messages -----------------------------------------------------------
     def setup(self, device, l2_bytes):
@@ -84,7 +85,10 @@ class Harness:
             if l2_bytes:
                 self.flush_buf = torch.zeros(int(l2_bytes) * 2 // 4, dtype=torch.int32, device="cuda")
             self.sleep_rate = self._sleep_rate()
-            return ("ok", {"pid": os.getpid(), "torch": str(torch.__version__), "sleep_cycles_per_us": self.sleep_rate})
+            from . import pad
+            self.pad, why = pad.ExclusivePad.load()
+            return ("ok", {"pid": os.getpid(), "torch": str(torch.__version__), "sleep_cycles_per_us": self.sleep_rate,
+                           "pad": "every SM, %d blocks" % self.pad.blocks if self.pad else "none: %s" % why})
         return ("ok", {"pid": os.getpid(), "torch": str(torch.__version__)})
 
     def _sleep_rate(self):
@@ -196,15 +200,26 @@ class Harness:
         p.fill_(0xFF)
         del p
 
-    def _pad(self, us):
-        """Keep the device busy for `us` microseconds before a call's start event, so that the
-        host's launch of the call's kernels overlaps this wait instead of opening the window
-        with an idle device. Why: Nsight Compute counts kernels only; the window started on an
-        idle device counted the launch latency too (a Triton launch is tens of microseconds,
-        several percent of a 500 us call)."""
+    def _busy(self, us):
+        """Keep the device busy for `us` microseconds with one spinning thread (the warm-up)."""
         if us > 0 and self.sleep_rate > 0:
             import torch
             torch.cuda._sleep(int(us * self.sleep_rate))
+
+    def _pad(self, us):
+        """Hold every SM for `us` microseconds before a call's start event (pad.py), so that the
+        host's launch of the call's kernels overlaps this wait instead of opening the window
+        with an idle device, and nothing the call queues elsewhere can run before the start.
+        Why: Nsight Compute counts kernels only; the window started on an idle device counted
+        the launch latency too (a Triton launch is tens of microseconds, several percent of a
+        500 us call). Without a pad (it did not load, or a launch failed) calls are timed with
+        their launch inside the window: a figure that can only read high."""
+        if us > 0 and self.pad is not None:
+            import torch
+            why = self.pad.launch(us, torch.cuda.current_stream().cuda_stream)
+            if why:
+                self.pad = None
+                print("kzoo-child: %s; calls from here on run without a launch pad" % why, file=sys.stderr, flush=True)
 
     def go(self, mode, opts):
         fn = self.fn if mode != "trivial" else _trivial_factory(opts.get("out_specs", []), self.device,
@@ -249,7 +264,7 @@ class Harness:
                         # for here, with the flush, before the judge's clock starts. (Inside that
                         # clock, as a longer pad, its clock-dependent length made the judge's
                         # cross-check flag honest batches.)
-                        self._pad(warm_us)
+                        self._busy(warm_us)
                         self._device_sync()  # the flush is done before the judge's clock starts
                     if not self.bell.arm_and_wait(ring, float(opts.get("ring_timeout_s", 60))):
                         return ("error", "the judge did not ring the doorbell")

@@ -762,6 +762,8 @@ class Judge:
             with self.phases("child start and import"):
                 self._ensure_child(cases)
             log("child ready (%s); correctness trials next" % self.phases.summary())
+            if self.child.pad_note:
+                log("launch pad: %s" % self.child.pad_note)
             workloads = sorted({c.workload for c in cases})
             for w in workloads:
                 try:
