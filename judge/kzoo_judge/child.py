@@ -55,6 +55,19 @@ def _harden():
     return notes
 
 
+def _places(args, r):
+    """Where a call's tensors sit (trace mode): each tensor argument's and output's device
+    address and its offset from its storage's start (an input arrives as a view into the CUDA
+    IPC mapping of the judge's allocation), as hex: to read a batch's time against placement."""
+    import torch
+    try:
+        outs = list(r) if isinstance(r, (tuple, list)) else [r]
+        return [("%x+%x" % (t.untyped_storage().data_ptr(), t.data_ptr() - t.untyped_storage().data_ptr()))
+                if type(t) is torch.Tensor and t.is_cuda else "-" for t in list(args) + outs]
+    except Exception as e:  # noqa: BLE001 - a diagnostic must not fail the call
+        return ["?: %s" % type(e).__name__]
+
+
 class Harness:
     def __init__(self, conn):
         self.conn = conn
@@ -243,7 +256,7 @@ class Harness:
         warm_us = float(opts.get("warm_us", 0)) if cuda else 0.0
         # A paced call started and ended through the doorbell (bell.py): one call per "go".
         ring = int(opts.get("bell", 0)) if self.bell is not None and len(self.sets) == 1 else 0
-        trace, enqueue = bool(opts.get("trace")), []
+        trace, enqueue, places = bool(opts.get("trace")), [], []
         if cuda:
             # Per call: start, the stream's end (right after the call, in stream order) and the
             # device's end (after a device-wide sync). The judge takes the stream's figure unless
@@ -280,6 +293,8 @@ class Harness:
                         enqueue.append((_clock() - h0) / 1e3)
                     self._drain(mids[i])
                     ends[i].record()
+                    if trace:
+                        places.append(_places(args, r))  # after the window: host work of its own
                     if per_call:
                         r, offset, bad = self._pack(i, r, offset)
                         # The copy is done before the call's tensors can be reused by work
@@ -303,8 +318,8 @@ class Harness:
             outs.append(r)
         self._sync()
         if enqueue:
-            print("kzoo-child: trace: host enqueue %s us (pad %.0f us)" % (["%.1f" % x for x in enqueue], pad_us),
-                  file=sys.stderr, flush=True)
+            print("kzoo-child: trace: host enqueue %s us (pad %.0f us); places %s" % (["%.1f" % x for x in enqueue], pad_us,
+                                                                                  places), file=sys.stderr, flush=True)
         if cuda:
             times = [int(s.elapsed_time(m) * 1e6) for s, m in zip(starts, mids)]
             tails = [int(m.elapsed_time(e) * 1e6) for m, e in zip(mids, ends)]

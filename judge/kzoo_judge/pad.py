@@ -55,7 +55,8 @@ def grid(sm_count, threads_per_sm, blocks_per_sm, block_threads=BLOCK_THREADS):
 
 class ExclusivePad:
     """One loaded pad kernel for the current CUDA context. `load()` -> (pad, None) or
-    (None, why); `launch(us, stream)` -> None or why it failed."""
+    (None, why), called once that context exists (the child's setup, after its first
+    allocation); `launch(us, stream)` -> None or why it failed."""
 
     def __init__(self, lib, fn, blocks, keep):
         self._lib, self._fn, self.blocks = lib, fn, blocks
