@@ -97,9 +97,9 @@ TEST(ScaffoldRender, ATasksOwnElementwiseAtolAndItsWhyLandInTheTestCases) {
   const std::string& py = files->at(".kernel_package/benchmark.py");
   auto metas = format::extract_py_assignment(py, "KERNEL_ZOO_TEST_CASE_METAS", "benchmark.py");
   ASSERT_TRUE(metas) << to_string(metas.error());
-  for (const json& m : *metas) EXPECT_DOUBLE_EQ(m["tolerance"]["correctness_atol"].get<double>(), 0.1);
+  for (const json& m : *metas) EXPECT_DOUBLE_EQ(m["tolerance"]["correctness_atol"].get<double>(), 0.3);
   EXPECT_THAT(py, HasSubstr("# The board's elementwise guardrail is atol 1e-2 + rtol 1e-2; task fp8-blockscale-gemm declares\n"
-                            "# atol 0.1 (grading.tolerance.elementwise_atol). Outputs here"));
+                            "# atol 0.3 (grading.tolerance.elementwise_atol). Outputs here"));
 }
 
 TEST(ScaffoldRender, BenchmarkMetasAreOneLiteralCasePerGradedShape) {
