@@ -14,12 +14,11 @@ Logs go to stderr; stdout carries exactly one benchmark-output JSON document.
 # zero is a cancellation, and Hopper's fp8 tensor cores keep about 13-14 bits while they
 # accumulate. PyTorch's own call for this operator, torch._scaled_mm with these block scales
 # (cuBLAS; the eager package), promotes to float32 once per 128 products, as DeepGEMM does, and
-# at M=N=K=8192 it was 0.145 off near zero, 1.45x the earlier bound of 0.1 (H200, 2026-12-02,
-# `catalog_helper.py lab` with the eager package as the candidate, 2 seeds; a Triton kernel
-# promoting every 128 products gave bit-identical figures there, and 0.197 under `kzoo grade`).
-# A bound that refuses the operator users already call is impossible, so it is 0.3: 1.5x the
-# worst seen for that promotion interval. Promoting every 32 products reads a third as far off
-# (0.028 against 0.092 at 2048x2048x8192), at 3-4x the time. 0.3 is under 1/130 of the outputs'
+# at M=N=K=8192 it was 0.145 off an element near zero, over the earlier bound of 0.1 (H200,
+# 2026-12-02; a Triton kernel promoting every 128 products gave the same outputs, and 0.197 off
+# under kzoo grade). A bound that refuses the operator users already call is impossible, so it
+# is 0.3, half again the worst seen for that promotion interval. Promoting every 32 products is
+# about a third as far off, at several times the time. 0.3 is under a hundredth of the outputs'
 # spread, so a wrong scale or block still fails by orders of magnitude.
 KERNEL_ZOO_TEST_CASE_METAS = [
     {
