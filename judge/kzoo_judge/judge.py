@@ -337,9 +337,16 @@ class Judge:
             outs = self._unpack_outputs(chosen.out_shadow if mode == "timed" and self._paced() else out_arena, outs)
         # The outputs are read with the whole run stopped, the timed child too.
         frozen |= self.freezer.freeze(keep=None)
+        t_checks = time.perf_counter_ns()
         try:
             with self.phases("checks"):
                 self._verify_batch(dims, seeds, sets, outs, labels, record, checked)
+            if self.opt.trace and mode == "timed":
+                # Which batches were followed by the reference and the comparison on the device:
+                # to read the next batch's figures against the judge's own work before it.
+                log("trace: t=%.3f checks: %s of %d calls compared, %.1f ms" % (
+                    time.time(), len(seeds) if checked is None else len(checked), len(seeds),
+                    (time.perf_counter_ns() - t_checks) / 1e6))
         except CaseFailure as e:
             if lenient is None or e.status != "incorrect":
                 raise
