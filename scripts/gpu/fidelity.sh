@@ -13,7 +13,7 @@
 #   ONLY="softmax layernorm" limits it to those tasks; KINDS="eager solution" picks the kinds;
 #   NCU_CALLS (default 5); JUDGE_OPTIONS (a JSON object for `kzoo grade --judge-options`, e.g.
 #   '{"trace": true}': every timed batch's figures in the grade logs, with its Unix time); CLOCKS=1
-#   (nvidia-smi's SM and memory clocks, power and throttle reasons every 5 ms beside each grade,
+#   (nvidia-smi's SM and memory clocks, power, throttle reasons and HBM temperature every 5 ms beside each grade,
 #   clocks_NAME.csv, to read the traced batches against); GRADE_TIMEOUT (default 150 s a package); BUDGET_S (default 520): no
 #   package is started once that much of the call has passed, so the table is always printed.
 set -u
@@ -56,7 +56,7 @@ PYEOF
 grade() {  # grade NAME DIR -> $LOGS/grade_NAME.{json,err} (and clocks_NAME.csv with CLOCKS=1)
   local smi=""
   if [ "${CLOCKS:-0}" = 1 ] && command -v nvidia-smi >/dev/null; then
-    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active,temperature.memory \
       --format=csv,nounits -lms 5 > "$LOGS/clocks_$1.csv" 2>/dev/null &
     smi=$!
   fi

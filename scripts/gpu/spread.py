@@ -6,7 +6,7 @@ GRADE_ERR is `kzoo grade -v` stderr of a grade run with `--judge-options '{"trac
 each timed batch logs `kzoo-judge: trace: t=<unix> batch of N: child [...] us; judge X us/call
 (est), wall W us/call, ...` when it ends. CLOCKS_CSV is nvidia-smi's
 `--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active
---format=csv,nounits -lms 5` (fidelity.sh CLOCKS=1). A batch spans [t - N*W, t]; for each batch
+[,temperature.memory] --format=csv,nounits -lms 5` (fidelity.sh CLOCKS=1). A batch spans [t - N*W, t]; for each batch
 this prints its median child figure beside the SM clock, power and throttle reasons sampled in
 that span, then how far the batch medians spread and how they go with the clock. Why: the
 calls of one batch agree within ~1% while batches differ by up to 15% (docs/PERF.md); if the
@@ -38,8 +38,9 @@ def batches(lines):
 
 
 def clock_samples(lines, tz_hours=0.0):
-    """[(unix_s, sm_mhz, mem_mhz, power_w, temp_c, reasons)] from nvidia-smi's CSV; rows that do
-    not parse (the header, a '[N/A]') are skipped."""
+    """[(unix_s, sm_mhz, mem_mhz, power_w, temp_c, reasons, hbm_temp_c or None)] from nvidia-smi's
+    CSV; rows that do not parse (the header, a '[N/A]') are skipped. Why the HBM temperature: a
+    hot stack refreshes twice as often, which slows a memory-bound kernel with no clock moving."""
     out = []
     for line in lines:
         parts = [p.strip() for p in line.split(",")]
@@ -48,7 +49,8 @@ def clock_samples(lines, tz_hours=0.0):
         try:
             stamp, frac = parts[0].split(".") if "." in parts[0] else (parts[0], "0")
             t = calendar.timegm(time.strptime(stamp, "%Y/%m/%d %H:%M:%S")) + float("0." + frac) - tz_hours * 3600
-            out.append((t, float(parts[1]), float(parts[2]), float(parts[3]), float(parts[4]), parts[5]))
+            hbm = float(parts[6]) if len(parts) > 6 and parts[6].replace(".", "", 1).isdigit() else None
+            out.append((t, float(parts[1]), float(parts[2]), float(parts[3]), float(parts[4]), parts[5], hbm))
         except ValueError:
             continue
     return out
@@ -71,8 +73,10 @@ def report(bs, samples):
         med = statistics.median(child) if child else float("nan")
         if inside:
             sm = statistics.fmean(s[1] for s in inside)
-            clock = "%6.0f %6.0f %6.0f %6.1f %s" % (sm, min(s[1] for s in inside), statistics.fmean(s[2] for s in inside),
-                                                    max(s[3] for s in inside), ",".join(sorted({s[5] for s in inside})))
+            hbm = [s[6] for s in inside if s[6] is not None]
+            clock = "%6.0f %6.0f %6.0f %6.1f %4s %s" % (sm, min(s[1] for s in inside), statistics.fmean(s[2] for s in inside),
+                                                        max(s[3] for s in inside), "%.0f" % max(hbm) if hbm else "-",
+                                                        ",".join(sorted({s[5] for s in inside})))
             meds.append(med)
             sms.append(sm)
         else:
@@ -81,7 +85,7 @@ def report(bs, samples):
         rows.append("%14.3f %7.1f %3d %9.1f %6.2f%% %9.1f | %s" % (end, (end - start) * 1e3, len(child), med, spread,
                                                                    judge_us, clock))
     head = "%14s %7s %3s %9s %7s %9s | %s" % ("end (unix s)", "ms", "n", "median us", "within", "judge us",
-                                               "sm_mean sm_min mem_mean power_max reasons")
+                                               "sm_mean sm_min mem_mean power_max hbm_c reasons")
     lines = [head] + rows
     all_meds = [statistics.median(b[2]) for b in bs if b[2]]
     if all_meds:

@@ -59,6 +59,17 @@ class Spread(unittest.TestCase):
         csv = CSV + ["2025/12/02 09:52:08.009, 1990, 3201, 450.00, 40, 0x0\n"]
         self.assertIn("pearson r = -1.00", spread.report(spread.batches(err), spread.clock_samples(csv)))
 
+    def test_the_hbm_temperature_is_read_when_sampled(self):
+        csv = [CSV[0].rstrip("\n") + ", temperature.memory\n",
+               "2025/12/02 09:52:06.009, 1980, 3201, 450.10, 40, 0x0, 61\n",
+               "2025/12/02 09:52:07.009, 1980, 3201, 450.10, 40, 0x0, 88\n"]
+        s = spread.clock_samples(csv)
+        self.assertEqual([x[6] for x in s], [61.0, 88.0])
+        self.assertIsNone(spread.clock_samples(CSV)[0][6])  # an older CSV without the column
+        lines = spread.report(spread.batches(ERR), s).splitlines()
+        self.assertIn(" 61 ", lines[1])
+        self.assertIn(" 88 ", lines[2])
+
     def test_a_batch_without_samples_says_so(self):
         text = spread.report(spread.batches(ERR), [])
         self.assertIn("(no clock sample in the batch)", text)
