@@ -6,7 +6,10 @@ chunk arithmetic of _splits, BLOCK_N-token steps through the block table with th
 fp8 -> fp16 (exact), q -> fp16, p -> fp16, fp32 accumulation, online softmax in base 2 with the
 scales folded, then the log-sum-exp merge. FORM "qk" is the solution's (S = Q K^T, row sums per
 step); FORM "kq" is lab/paged-attention-decode/kq (S^T = K Q^T, row sums accumulated
-elementwise and reduced after the loop).
+elementwise and reduced after the loop). FORM "next" (round 4, lab/paged-attention-decode/btnext)
+is "qk" with the page ids loaded one step ahead and carried (the first step's before the loop,
+each step the next step's, masked past the split's end). Round 4's occ is the solution's kernel
+("qk") under a register cap: its configs are modelled as "qk".
 
 usage: python3 lab/paged-attention-decode/emulate.py   (torch on CPU, from the repository root)
 """
@@ -77,10 +80,17 @@ def emulate(mod, form, cfg, target, query, kc, ks, vc, vs, bt, sl):
                 l_i = torch.zeros(G)
                 l_part = torch.zeros(bn, G)
                 acc = torch.zeros(G, D)
+                def pages(tok, lim):
+                    ok = tok < lim
+                    return torch.where(ok, bt[b, torch.clamp(tok // PAGE, max=nblk - 1)].long(), torch.zeros_like(tok))
+                page_next = pages(torch.arange(start, start + bn), end)
                 for t0 in range(start, end, bn):
                     tok = torch.arange(t0, t0 + bn)
                     tm = tok < end
-                    page = torch.where(tm, bt[b, torch.clamp(tok // PAGE, max=nblk - 1)].long(), torch.zeros_like(tok))
+                    if form == "next":
+                        page, page_next = page_next, pages(tok + bn, end)
+                    else:
+                        page = pages(tok, end)
                     k = torch.where(tm[:, None], kf[page, tok % PAGE, h], torch.zeros(()))
                     v = torch.where(tm[:, None], vf[page, tok % PAGE, h], torch.zeros(()))
                     s = (q @ k.t()) * scale  # [G, bn]
@@ -88,7 +98,7 @@ def emulate(mod, form, cfg, target, query, kc, ks, vc, vs, bt, sl):
                     m_new = torch.maximum(m_i, s.max(1).values)
                     p = torch.exp2(s - m_new[:, None])
                     alpha = torch.exp2(m_i - m_new)
-                    if form == "qk":
+                    if form in ("qk", "next"):
                         l_i = l_i * alpha + p.sum(1)
                     else:
                         l_part = l_part * alpha[None, :] + p.t()
@@ -112,18 +122,23 @@ def main():
     _, w = task.workload(None)
     here = os.path.dirname(os.path.abspath(__file__))
     variants = [("qk", load(os.path.join(here, "sweep/paged_attention_decode.py"))),
-                ("kq", load(os.path.join(here, "kq/paged_attention_decode.py")))]
+                ("kq", load(os.path.join(here, "kq/paged_attention_decode.py"))),
+                ("next", load(os.path.join(here, "btnext/paged_attention_decode.py"))),
+                ("qk", load(os.path.join(here, "occ/paged_attention_decode.py")))]
+    if os.environ.get("ROUND4"):  # round 4's variants only
+        variants = variants[2:]
     # The task's correctness and measure shapes, plus edges: lengths not a multiple of the page
     # or of BLOCK_N, a split boundary inside a page, one KV head, G = 1.
     shapes = [list(s) for s in w["correctness"] + w["measure"]] + [
         [2, 8, 2, 64, 1023, 160], [3, 4, 4, 64, 530, 120], [2, 16, 1, 64, 2100, 300]]
     worst = 0.0
+    fails = 0
     for si, dims in enumerate(shapes):
         bound = task.bind(w, dims)
         x = inputs.make_inputs(task, bound, 100 + si, "cpu")
         exp = reference.run(ref, task, x)
         for form, mod in variants:
-            cfgs = sorted(set(mod.CONFIGS) | {mod.DEFAULT}, key=lambda c: c[0])
+            cfgs = sorted(set(mod.CONFIGS) | {mod.DEFAULT}, key=lambda c: (c[0], str(c)))
             seen = set()
             for cfg in cfgs:
                 for target in [mod.TARGET_PROGRAMS] + mod.TARGETS:
@@ -138,8 +153,9 @@ def main():
                     ok = m <= task.tolerance and (v.bound_ratio or 0.0) <= 1.0
                     if not ok:
                         print("FAIL", form, dims, cfg, target, m, v.bound_ratio)
+                        fails += 1
             print("shape", dims, "form", form, "ok up to", worst, flush=True)
-    print("worst measure %.3g (tolerance %g)" % (worst, task.tolerance))
+    print("worst measure %.3g (tolerance %g), %d failures" % (worst, task.tolerance, fails))
 
 
 if __name__ == "__main__":
