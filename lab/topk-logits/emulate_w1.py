@@ -5,6 +5,10 @@ order by a prefix sum, the first CAP kept, the true count stored), pass 2 as _me
 shapes, slices of the graded shapes and adversarial rows. Then the margins on the task's
 data at the graded widths: per row, the candidates >= t against K, and per segment the
 count against CAP, over many rows (the fallback must essentially never run).
+Round 4: also models "fused" (pass 2 in the same kernel, on packed int64 keys): when the
+module has _topk_fused, the candidates are kept as keys and pass 2's check "value >= max t"
+is done as the kernel does it, key >= okey(max t) << 32 (also tested against the float test
+on adversarial values), and the fallback's candidates go through keys too.
 usage: python3 lab/topk-logits/emulate_w1.py PATH/TO/topk_logits.py [ROWS_FOR_STATS]"""
 import sys, types, math, importlib.util
 import torch
@@ -18,6 +22,8 @@ sys.modules["triton"] = tr; sys.modules["triton.language"] = tl
 spec = importlib.util.spec_from_file_location("tk", sys.argv[1]); tk = importlib.util.module_from_spec(spec); spec.loader.exec_module(tk)
 K = tk.K
 STAT_ROWS = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+FUSED = hasattr(tk, "_topk_fused")
+KEY_MIN = -2**63
 
 
 def okey(x):
@@ -66,9 +72,15 @@ def run(x):
         v = torch.full((slots,), float("-inf")); i = torch.full((slots,), V, dtype=torch.int32)
         jj = j[valid]
         v[valid] = cv[r][jj]; i[valid] = ci[r][jj]
-        above = int((valid & (v >= tmax)).sum())
+        if FUSED:  # the kernel's test on packed keys (empty slots hold int64 min)
+            kk = torch.where(valid, key64(v, i), torch.full((slots,), KEY_MIN, dtype=torch.int64))
+            kt = int(okey(torch.tensor([float(tmax)]))[0]) << 32
+            above = int((valid & (kk >= kt)).sum())
+            assert above == int((valid & (v >= tmax)).sum())
+        else:
+            above = int((valid & (v >= tmax)).sum())
         if most <= cap and above >= K:
-            key = torch.sort(key64(v, i), descending=True).values
+            key = torch.sort(kk if FUSED else key64(v, i), descending=True).values
             col = (2147483647 - (key & 0xFFFFFFFF).to(torch.int64))[:K]
         else:
             fallbacks += 1
@@ -103,6 +115,17 @@ def gen(B, V, seed):  # the judge's generator (kzoo_judge.inputs._row_scaled_nor
 
 
 bad = 0
+if FUSED:  # key >= okey(t) << 32  <=>  v >= t, on adversarial values and thresholds
+    vals = torch.tensor([float("-inf"), -3e38, -1.0, -1e-45, -0.0, 0.0, 1e-45, 1.0, 2.5, 3e38, float("inf")])
+    vals = torch.cat([vals, torch.randn(200) * 3])
+    cols = torch.randint(0, 2**31 - 1, (vals.numel(),), dtype=torch.int32)
+    cols[:4] = torch.tensor([0, 2**31 - 2, 2**31 - 1, 5], dtype=torch.int32)
+    kv = key64(vals, cols)
+    for t in vals.tolist():
+        kt = int(okey(torch.tensor([t]))[0]) << 32
+        if not torch.equal(kv >= kt, vals >= t):
+            bad += 1; print("key test MISMATCH at t", t)
+    print("key test (%d values x %d thresholds) done" % (vals.numel(), vals.numel()))
 shapes = [(1, 50), (3, 1000), (2, 4097), (16, 32000), (5, 65537), (4, 128256),
           (4, 131072), (2, 262144), (8, 32768)]  # correctness shapes (64 x 32000 cut to 16), graded widths
 for (B, V) in shapes:
