@@ -9,34 +9,38 @@ Logs go to stderr; stdout carries exactly one benchmark-output JSON document.
 """
 
 # The board's elementwise guardrail is atol 1e-2 + rtol 1e-2; task fp8-blockscale-gemm declares
-# atol 0.1 (grading.tolerance.elementwise_atol). Outputs here have a standard deviation of
+# atol 0.3 (grading.tolerance.elementwise_atol). Outputs here have a standard deviation of
 # 40-120 and each is a sum of K products whose magnitudes add up to 1e3-2e4, so an element near
-# zero is a cancellation, and Hopper's fp8 tensor cores keep about 14 bits while they
-# accumulate: the catalog's Triton solution, promoted to float32 every 32 products, was 0.0178
-# off at an element whose reference is 0.00045 (K=4097; without the promotion 0.0293 at K=1000;
-# H200, 2026-12-02). 0.1 is under a thousandth of the outputs' spread, so a wrong scale or block
-# still fails by orders of magnitude; at the graded shapes that solution reached 0.77 of it.
+# zero is a cancellation, and Hopper's fp8 tensor cores keep about 13-14 bits while they
+# accumulate. PyTorch's own call for this operator, torch._scaled_mm with these block scales
+# (cuBLAS; the eager package), promotes to float32 once per 128 products, as DeepGEMM does, and
+# at M=N=K=8192 it was 0.145 off an element near zero, over the earlier bound of 0.1 (H200,
+# 2026-12-02; a Triton kernel promoting every 128 products gave the same outputs, and 0.197 off
+# under kzoo grade). A bound that refuses the operator users already call is impossible, so it
+# is 0.3, half again the worst seen for that promotion interval. Promoting every 32 products is
+# about a third as far off, at several times the time. 0.3 is under a hundredth of the outputs'
+# spread, so a wrong scale or block still fails by orders of magnitude.
 KERNEL_ZOO_TEST_CASE_METAS = [
     {
         "test_case_id": "synthetic-0",
         "params": {"workload": "synthetic", "shape": {"M": 8192, "N": 8192, "K": 8192}},
         "primary_metric": "TFLOP/s",
         "metrics": [{"name": "TFLOP/s", "unit": "TFLOP/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0.1, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.3, "correctness_rtol": 0.01},
     },
     {
         "test_case_id": "synthetic-1",
         "params": {"workload": "synthetic", "shape": {"M": 4096, "N": 16384, "K": 8192}},
         "primary_metric": "TFLOP/s",
         "metrics": [{"name": "TFLOP/s", "unit": "TFLOP/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0.1, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.3, "correctness_rtol": 0.01},
     },
     {
         "test_case_id": "synthetic-2",
         "params": {"workload": "synthetic", "shape": {"M": 16384, "N": 8192, "K": 4096}},
         "primary_metric": "TFLOP/s",
         "metrics": [{"name": "TFLOP/s", "unit": "TFLOP/s", "direction": "higher"}],
-        "tolerance": {"correctness_atol": 0.1, "correctness_rtol": 0.01},
+        "tolerance": {"correctness_atol": 0.3, "correctness_rtol": 0.01},
     },
 ]
 
