@@ -6,12 +6,10 @@ functions, nothing else. An ordinary unpickler would let a submission run
 code in the judge (a pickle can call any importable function).
 """
 
-import functools
 import io
 import os
 import pickle
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,7 +19,8 @@ import torch.multiprocessing as tmp
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
-from . import bell, freezer
+from . import bell, freezer, spawn
+from .spawn import timing_cpu  # noqa: F401 - channel.timing_cpu, as before
 from .spin import spin_until
 
 _REBUILDERS = {
@@ -57,21 +56,6 @@ def restricted_loads(data):
     return _Unpickler(io.BytesIO(data)).load()
 
 
-@functools.lru_cache(maxsize=None)
-def timing_cpu():
-    """The one CPU every child of this judge is pinned to when timing on the CPU
-    (chosen once per judge process, by its pid, so that several workers on one
-    machine spread over its CPUs while each A/B stays on one).
-
-    Why: the vCPUs of a virtual machine are not equally fast (steal time,
-    host neighbours), and the scheduler keeps a process on the CPU it last
-    ran on. Unpinned, the incumbent's and the submission's children each
-    settled on a different vCPU for a whole run and identical code measured
-    0.72x or 1.35x against itself; pinned to one CPU, 0.98-1.01x."""
-    cpus = sorted(os.sched_getaffinity(0))
-    return cpus[os.getpid() % len(cpus)]
-
-
 def keep_off_timing_cpu():
     """CPU timing: move the judge, and its torch threads, off the CPU its children are pinned
     to (timing_cpu). True when that leaves the judge a CPU of its own: then judge and child
@@ -91,40 +75,15 @@ def keep_off_timing_cpu():
     return True
 
 
-def _scrubbed_env(extra_path, cpu=None):
-    env = {k: v for k, v in os.environ.items() if k != "KZOO_SEED_FD" and not k.startswith("KZOO_SECRET")}
-    if cpu is not None:
-        env["KZOO_CHILD_CPU"] = str(cpu)
-    parts = [extra_path] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
-    env["PYTHONUNBUFFERED"] = "1"
-    # glibc's malloc moves its mmap threshold with each process's allocation
-    # history: a child that once freed a large block serves mid-sized tensors
-    # from the heap, one that did not maps and faults them in on every call.
-    # The submission's child (correctness trials first) and the incumbent's
-    # then timed IDENTICAL code 1.6x apart on the CPU. Fixed thresholds make
-    # the cost of an allocation the same in every child, whatever ran before.
-    env["MALLOC_MMAP_THRESHOLD_"] = str(1 << 30)
-    env["MALLOC_TRIM_THRESHOLD_"] = str(1 << 30)
-    return env
-
-
 class Child:
-    def __init__(self, workdir, device, l2_bytes, setup_timeout=300.0, wait=True):
-        """Spawns the child; with wait=False the caller calls finish_setup() later, so that
-        several children import torch and bring up CUDA at the same time (seconds each)."""
+    def __init__(self, workdir, device, l2_bytes, setup_timeout=300.0, wait=True, spawned=None):
+        """Spawns the child (or adopts `spawned`, spawn.spawn's (process, socket)); with
+        wait=False the caller calls finish_setup() later, so that several children import torch
+        and bring up CUDA at the same time (seconds each)."""
         tmp.set_sharing_strategy("file_system")
-        a, b = socket.socketpair()
-        judge_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        # stdout=stderr: the child never holds the judge's stdout, so it cannot
-        # write the benchmark document; start_new_session: one group to stop/kill.
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kzoo_judge.child", str(b.fileno())],
-            pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
-            stderr=sys.stderr.fileno(), env=_scrubbed_env(judge_root, timing_cpu() if device == "cpu" else None), cwd=workdir,
-            start_new_session=True, close_fds=True)
-        b.close()
-        freezer.SPAWNED.add(self.proc.pid)
+        # A process entry.py started before the judge imported torch (spawn.py), when it is
+        # this child's: its interpreter and torch came up meanwhile.
+        self.proc, a = spawned if spawned is not None else spawn.spawn(workdir, device)
         self.conn = Connection(a.detach())
         self.device = device
         self.arrived_ns = None

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 
+from . import spawn
 from . import task as taskmod
 
 PR_SET_DUMPABLE = 4
@@ -221,7 +222,7 @@ def provenance(device, task_path=None, rules_commit=None):
     }
 
 
-def run_judge(task, cases, secret, device, module_dir, options, kernel_id, runner_id, task_path=None):
+def run_judge(task, cases, secret, device, module_dir, options, kernel_id, runner_id, task_path=None, early=None):
     from .judge import Judge, Options
     class_name, dev_class = device_class()
     opt = options if isinstance(options, Options) else Options(options, device)
@@ -231,7 +232,7 @@ def run_judge(task, cases, secret, device, module_dir, options, kernel_id, runne
     try:
         prov = provenance(device, task_path, rules or os.environ.get("KZOO_RULES_COMMIT"))
         j = Judge(task, secret, device, module_path, module_dir, opt, dev_class, l2_bytes(device, dev_class), kernel_id, runner_id,
-                  device_class_name=class_name, provenance=prov)
+                  device_class_name=class_name, provenance=prov, early=early)
         return j.run(cases)
     except Exception as e:  # noqa: BLE001 - the judge still owes the runner one document
         import traceback
@@ -240,6 +241,8 @@ def run_judge(task, cases, secret, device, module_dir, options, kernel_id, runne
     finally:
         if j is not None:
             j._drop_all()
+        elif early is not None:
+            early.kill()
 
 
 def internal_error_document(cases, kernel_id, runner_id, device, message):
@@ -257,8 +260,20 @@ def internal_error_document(cases, kernel_id, runner_id, device, message):
 def run_package_benchmark(metas, argv=None):
     """benchmark.py's whole job: judge the package in the current workdir, print one document."""
     harden_judge()
-    secret = read_secret()
     verdict_fd = take_verdict_fd()
+    # The first child starts now, before this process imports torch (read_secret does): the
+    # two imports run at once (spawn.py). Its environment has neither the seed's descriptor
+    # nor the verdict channel's, and it inherits no descriptor but its socket.
+    early = spawn.early(os.path.join(os.getcwd(), "src"), os.environ.get("KZOO_DEVICE"))
+    try:
+        return _judge_package(metas, argv, early, verdict_fd)
+    finally:
+        if early is not None:
+            early.kill()  # a no-op once the judge took it
+
+
+def _judge_package(metas, argv, early, verdict_fd):
+    secret = read_secret()
     argv = sys.argv[1:] if argv is None else argv
     only = None
     if argv:
@@ -276,7 +291,7 @@ def run_package_benchmark(metas, argv=None):
     cases = cases_from_metas(task, metas, only)
     doc = run_judge(task, cases, secret, device, os.path.join(os.getcwd(), "src"), options,
                     os.environ.get("KZOO_KERNEL_ID", "unknown"), os.environ.get("KZOO_RUNNER_ID", os.uname().nodename),
-                    task_path)
+                    task_path, early=early)
     code = emit(doc, secret, verdict_fd)
     sys.exit(code)
 

@@ -104,8 +104,9 @@ def _bits_equal(a, b):
 
 class Judge:
     def __init__(self, task, secret, device, module_path, src_dir, options, device_class, l2_bytes,
-                 kernel_id="local", runner_id="local", device_class_name=None, provenance=None):
+                 kernel_id="local", runner_id="local", device_class_name=None, provenance=None, early=None):
         self.task = task
+        self.early = early  # spawn.Early: the child entry.py started before torch, for the first child
         self.secret = secret
         self.device = device
         self.module_path = module_path
@@ -144,7 +145,8 @@ class Judge:
         tmp.set_sharing_strategy("file_system")  # the children's strategy (channel.Child): its manager
         self._shared_probe = bell.new()
         self.freezer = freezer.Freezer()
-        self.freezer.adopt_helpers(sides=[])
+        # The early child (spawn.Early) is one of the judged, not a helper.
+        self.freezer.adopt_helpers(sides=sorted(freezer.SPAWNED))
         self.quiet_us = None  # GPU: the probe's time on an idle device (_await_quiet_device)
         self._ref_names = {}  # workload -> the reference's profiled op and kernel names (profile)
 
@@ -154,7 +156,8 @@ class Judge:
         # the submission cannot touch it on its way in.
         # The submission's child is spawned first and comes up (torch, CUDA: seconds) while the
         # incumbent's is spawned and loaded; it loads nothing submitted until after that.
-        fresh = Child(self.src_dir, self.device, self.l2_bytes, wait=False)
+        early = self.early.take(self.src_dir, self.device) if self.early is not None else None
+        fresh = Child(self.src_dir, self.device, self.l2_bytes, wait=False, spawned=early)
         try:
             if self.ab is not None:
                 self.ab.ensure(cases, starting=[fresh])
@@ -262,6 +265,8 @@ class Judge:
             self.child = None
 
     def _drop_all(self):
+        if self.early is not None:
+            self.early.kill()  # never taken: it must not outlive the run
         self._drop_child()
         if self.ab is not None:
             self.ab.drop()
