@@ -8,7 +8,8 @@ each timed batch logs `kzoo-judge: trace: t=<unix> batch of N: child [...] us; j
 `--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active
 [,temperature.memory] --format=csv,nounits -lms 5` (fidelity.sh CLOCKS=1). A batch spans [t - N*W, t]; for each batch
 this prints its median child figure beside the SM clock, power and throttle reasons sampled in
-that span, then how far the batch medians spread and how they go with the clock. Why: the
+that span (and how many of its calls the judge compared after it), then how far the batch
+medians spread and how they go with the clock. Why: the
 calls of one batch agree within ~1% while batches differ by up to 15% (docs/PERF.md); if the
 SM clock moves with them, the spread is the device's and the judge reads it faithfully.
 nvidia-smi's timestamps are local time: the device runs on UTC, and `--tz-hours` says otherwise.
@@ -24,16 +25,25 @@ TRACE = re.compile(r"trace: t=([0-9.]+) batch of (\d+): child \[([^\]]*)\] us; j
                    r"wall ([0-9.]+) us/call")
 
 
+CHECKS = re.compile(r"trace: t=[0-9.]+ checks: (\d+) of \d+ calls compared")
+
+
 def batches(lines):
-    """[(start_s, end_s, [child us...], judge_us)] of every traced batch, in order."""
+    """[(start_s, end_s, [child us...], judge_us, compared)] of every traced batch, in order;
+    `compared` is how many of its calls the judge compared after it (its "checks" line, which
+    follows the batch's own), None where the trace has no such line."""
     out = []
     for line in lines:
+        m = CHECKS.search(line)
+        if m and out and out[-1][4] is None:
+            out[-1] = out[-1][:4] + (int(m.group(1)),)
+            continue
         m = TRACE.search(line)
         if not m:
             continue
         end, n, wall_us = float(m.group(1)), int(m.group(2)), float(m.group(5))
         child = [float(x.strip().strip("'")) for x in m.group(3).split(",") if x.strip()]
-        out.append((end - n * wall_us / 1e6, end, child, float(m.group(4))))
+        out.append((end - n * wall_us / 1e6, end, child, float(m.group(4)), None))
     return out
 
 
@@ -68,7 +78,7 @@ def pearson(xs, ys):
 
 def report(bs, samples):
     rows, meds, sms = [], [], []
-    for start, end, child, judge_us in bs:
+    for start, end, child, judge_us, compared in bs:
         inside = [s for s in samples if start <= s[0] <= end]
         med = statistics.median(child) if child else float("nan")
         if inside:
@@ -82,10 +92,10 @@ def report(bs, samples):
         else:
             clock = "(no clock sample in the batch)"
         spread = (max(child) / min(child) - 1) * 100 if child and min(child) > 0 else float("nan")
-        rows.append("%14.3f %7.1f %3d %9.1f %6.2f%% %9.1f | %s" % (end, (end - start) * 1e3, len(child), med, spread,
-                                                                   judge_us, clock))
-    head = "%14s %7s %3s %9s %7s %9s | %s" % ("end (unix s)", "ms", "n", "median us", "within", "judge us",
-                                               "sm_mean sm_min mem_mean power_max hbm_c reasons")
+        rows.append("%14.3f %7.1f %3d %9.1f %6.2f%% %9.1f %3s | %s" % (
+            end, (end - start) * 1e3, len(child), med, spread, judge_us, "-" if compared is None else compared, clock))
+    head = "%14s %7s %3s %9s %7s %9s %3s | %s" % ("end (unix s)", "ms", "n", "median us", "within", "judge us", "cmp",
+                                                   "sm_mean sm_min mem_mean power_max hbm_c reasons")
     lines = [head] + rows
     all_meds = [statistics.median(b[2]) for b in bs if b[2]]
     if all_meds:

@@ -34,10 +34,18 @@ class Spread(unittest.TestCase):
     def test_a_batch_spans_its_calls_wall_time_before_its_logged_end(self):
         bs = spread.batches(ERR)
         self.assertEqual(len(bs), 2)
-        start, end, child, judge = bs[0]
+        start, end, child, judge, compared = bs[0]
         self.assertAlmostEqual(end - start, 4 * 250e-6, places=6)
         self.assertEqual(child, [500.0, 501.0, 502.0, 500.5])
         self.assertEqual(judge, 505.0)
+
+    def test_a_batchs_checks_line_says_how_many_of_its_calls_were_compared(self):
+        err = [ERR[1], "kzoo-judge: trace: t=1764669126.020 checks: 2 of 4 calls compared, 124.5 ms\n", ERR[2]]
+        bs = spread.batches(err)
+        self.assertEqual([b[4] for b in bs], [2, None])  # the second has no checks line
+        lines = spread.report(bs, spread.clock_samples(CSV)).splitlines()
+        self.assertRegex(lines[1], r" 2 \| ")
+        self.assertRegex(lines[2], r" - \| ")
 
     def test_nvidia_smi_rows_parse_as_utc_and_bad_rows_are_skipped(self):
         s = spread.clock_samples(CSV)
