@@ -3,7 +3,7 @@
 # candidates that promote once per 128 products (the task's bound is atol 0.3 now), each checked
 # at every correctness and graded shape against the comparator and the board's elementwise bound
 # and timed at every graded shape (catalog_helper.py lab), beside the catalog solution (round 1's
-# kernel, == lab/fp8-blockscale-gemm/r1) as the timed baseline:
+# kernel, round 1's 26bdea9:lab/fp8-blockscale-gemm/r1) as the timed baseline:
 #   pf  r1 with each K block's scales loaded one step ahead
 #   h2  two 64-column halves, the second's promotion a step late, under the next wgmmas
 #   dd  one 128x128 product promoted a step late behind a tiny synchronous dot

@@ -5,7 +5,7 @@ Models one program per (KV head, split, sequence) exactly as the kernels walk it
 chunk arithmetic of _splits, BLOCK_N-token steps through the block table with the tail masked,
 fp8 -> fp16 (exact), q -> fp16, p -> fp16, fp32 accumulation, online softmax in base 2 with the
 scales folded, then the log-sum-exp merge. FORM "qk" is the solution's (S = Q K^T, row sums per
-step); FORM "kq" is lab/paged-attention-decode/kq (S^T = K Q^T, row sums accumulated
+step); FORM "kq" is round 3's 26bdea9:lab/paged-attention-decode/kq (S^T = K Q^T, row sums accumulated
 elementwise and reduced after the loop). FORM "next" (round 4, lab/paged-attention-decode/btnext)
 is "qk" with the page ids loaded one step ahead and carried (the first step's before the loop,
 each step the next step's, masked past the split's end). Round 4's occ is the solution's kernel
@@ -121,12 +121,9 @@ def main():
     specs = reference.expected_specs(task)
     _, w = task.workload(None)
     here = os.path.dirname(os.path.abspath(__file__))
-    variants = [("qk", load(os.path.join(here, "sweep/paged_attention_decode.py"))),
-                ("kq", load(os.path.join(here, "kq/paged_attention_decode.py"))),
-                ("next", load(os.path.join(here, "btnext/paged_attention_decode.py"))),
+    # The candidates in lab/ now (round 3's "sweep" and "kq" are in git at 26bdea9:lab/).
+    variants = [("next", load(os.path.join(here, "btnext/paged_attention_decode.py"))),
                 ("qk", load(os.path.join(here, "occ/paged_attention_decode.py")))]
-    if os.environ.get("ROUND4"):  # round 4's variants only
-        variants = variants[2:]
     # The task's correctness and measure shapes, plus edges: lengths not a multiple of the page
     # or of BLOCK_N, a split boundary inside a page, one KV head, G = 1.
     shapes = [list(s) for s in w["correctness"] + w["measure"]] + [
