@@ -20,7 +20,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
 from . import bell, freezer, spawn
-from .spawn import timing_cpu  # noqa: F401 - channel.timing_cpu, as before
+from .spawn import timing_cpu
 from .spin import spin_until
 
 _REBUILDERS = {

@@ -406,7 +406,7 @@ def main():
     cpu = os.environ.pop("KZOO_CHILD_CPU", None)
     if cpu is not None:
         # Before torch is imported, so its thread pools size themselves to this one
-        # CPU: both children of an A/B run time on the same CPU (channel.timing_cpu).
+        # CPU: both children of an A/B run time on the same CPU (spawn.timing_cpu).
         os.sched_setaffinity(0, {int(cpu)})
     sys.stdout = sys.stderr  # fd 1 is already the judge's stderr; keep Python's view the same
     notes = _harden()

@@ -241,8 +241,6 @@ def run_judge(task, cases, secret, device, module_dir, options, kernel_id, runne
     finally:
         if j is not None:
             j._drop_all()
-        elif early is not None:
-            early.kill()
 
 
 def internal_error_document(cases, kernel_id, runner_id, device, message):

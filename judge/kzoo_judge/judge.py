@@ -106,7 +106,7 @@ class Judge:
     def __init__(self, task, secret, device, module_path, src_dir, options, device_class, l2_bytes,
                  kernel_id="local", runner_id="local", device_class_name=None, provenance=None, early=None):
         self.task = task
-        self.early = early  # spawn.Early: the child entry.py started before torch, for the first child
+        self.early = early  # spawn.Early: the child entry.py started before torch, for the first child (entry.py kills it if untaken)
         self.secret = secret
         self.device = device
         self.module_path = module_path
@@ -265,8 +265,6 @@ class Judge:
             self.child = None
 
     def _drop_all(self):
-        if self.early is not None:
-            self.early.kill()  # never taken: it must not outlive the run
         self._drop_child()
         if self.ab is not None:
             self.ab.drop()
