@@ -12,8 +12,15 @@
 # through an online softmax in base 2. Each split leaves its unnormalised
 # output, running maximum and sum. Pass 2 merges the splits with their
 # log-sum-exp weights. Splits are chosen from the batch's shape (never from
-# seq_lens, which would need a device-to-host copy) so that about 4096
-# programs of at most SPLIT_TOKENS tokens run: every SM stays busy to the end.
+# seq_lens, which would need a device-to-host copy) so that about 2048
+# programs run: every SM stays busy to the end.
+#
+# The block table is read one step ahead: each step loads the next step's page ids
+# into registers carried by the loop. Why: Triton's pipeliner gives the table's load
+# indirection level 1 (it feeds the K/V addresses) and leaves it out of the pipeline,
+# so each step waited a whole dependent load's latency before it could issue its K/V
+# gathers. With that wait gone, three stages (the table no longer competing) and
+# fewer, longer splits won on the H200 (lab round 4, docs/CATALOG.md).
 
 import math
 
@@ -24,13 +31,13 @@ import triton.language as tl
 LOG2E = 1.4426950408889634
 PAGE = 16
 BLOCK_N = 128
-TARGET_PROGRAMS = 4096
+TARGET_PROGRAMS = 2048
 MIN_CHUNK = 512
 NUM_WARPS = 4
-# Two stages, not three: three 32 KB stages with the fp16 staging left room for one program an SM;
-# with two, every graded shape ran 4-6% faster (lab round 3, H200 2026-12-02: 858/848/834 us
-# against 895/912/901 at 4096 programs, docs/catalog-runs/lab-26bdea9/).
-NUM_STAGES = 2
+# Three stages: with the table read a step ahead, the third stage's deeper K/V prefetch
+# paid for its shared memory at every graded shape (lab round 4's sweep; round 3, with
+# the table's wait in every step, had two stages ahead).
+NUM_STAGES = 3
 
 
 # Sizes stay unspecialised: one build per head size, whatever the batch.
@@ -55,10 +62,14 @@ def _decode_split(q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, bt_ptr, sl_ptr, po_ptr,
     acc = tl.zeros([GP, D], dtype=tl.float32)
     offs_n = tl.arange(0, BLOCK_N)
     bt_row = bt_ptr + b * NBLK
+    # The first step's page ids; each step loads the next step's (masked past the split's end).
+    page_next = tl.load(bt_row + (start + offs_n) // PAGE, mask=(start + offs_n) < end, other=0)
     for t0 in range(start, end, BLOCK_N):
         tok = t0 + offs_n
         tm = tok < end
-        page = tl.load(bt_row + tok // PAGE, mask=tm, other=0)
+        page = page_next
+        nxt = tok + BLOCK_N
+        page_next = tl.load(bt_row + nxt // PAGE, mask=nxt < end, other=0)
         slot = (page.to(tl.int64) * PAGE + tok % PAGE) * HK + h
         k = tl.load(kc_ptr + slot[:, None] * D + d[None, :], mask=tm[:, None], other=0.0)
         v = tl.load(vc_ptr + slot[:, None] * D + d[None, :], mask=tm[:, None], other=0.0)
