@@ -1,14 +1,11 @@
 #!/usr/bin/env bash
-# Issue 19's lab bench on the H200 (round 4): catalog_helper.py lab for both attention tasks, decode
+# Issue 19's lab bench on the H200: catalog_helper.py lab for both attention tasks, decode
 # first, in one 168 s budget (Triton builds included). Each run checks every correctness and graded
 # shape against the comparator and the board's elementwise bound, then times every graded shape
 # beside the task's eager package.
-#   decode (up to 105 s): the catalog solution (baseline), `btnext` (block table one step ahead in
-#     registers; sweeps (128,4,2), (128,4,3), (64,4,2)) and `occ` (the solution's kernel under a
-#     maxnreg cap: none, 168, 128). Both sweep on the first call at each graded shape and log every
-#     timing plus each build's registers/spills/shared memory as a JSON line on stderr
-#     (collected into decode_sweep.jsonl).
-#   prefill (the rest, at least 55 s): the catalog solution only (no round-4 candidate).
+#   decode (up to 105 s): the catalog solution (round 4's `btnext`); no round-5 candidate yet. A
+#     candidate that sweeps logs each timing as a JSON line on stderr (decode_sweep.jsonl).
+#   prefill (the rest, at least 55 s): the catalog solution only.
 # Each run gets a hard timeout and a --deadline-s 7 s inside it (no new work after that).
 # Output under "${OUT:-/tmp/out}/attn/": <run>.jsonl (stdout JSON lines), <run>.stderr,
 # <run>_sweep.jsonl (the sweeps' lines), rc.txt (exit status, timeout and wall seconds of each run).
@@ -42,7 +39,6 @@ run() {  # run NAME WANT_S TASK_DIR SRC...
     grep '^{"variant"' "$DIR/$name.stderr" >"$DIR/${name}_sweep.jsonl"
 }
 
-run decode 105 "$DEC" "$SOL/paged_decode/fp8/paged_attention_decode_eager/src" \
-    "$LAB/paged-attention-decode/btnext" "$LAB/paged-attention-decode/occ"
+run decode 105 "$DEC" "$SOL/paged_decode/fp8/paged_attention_decode_eager/src"
 run prefill "$BUDGET" "$PRE" "$SOL/flash_prefill/bf16/flash_attention_prefill_eager/src"
 cat "$DIR/rc.txt"

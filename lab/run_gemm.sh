@@ -1,12 +1,9 @@
 #!/usr/bin/env bash
-# Issue 20's lab bench, round 4 (lab/fp8-blockscale-gemm/NOTES.md, "Round 4"): fp8-blockscale-gemm
-# candidates that promote once per 128 products (the task's bound is atol 0.3 now), each checked
-# at every correctness and graded shape against the comparator and the board's elementwise bound
-# and timed at every graded shape (catalog_helper.py lab), beside the catalog solution (round 1's
-# kernel, round 1's 26bdea9:lab/fp8-blockscale-gemm/r1) as the timed baseline:
-#   pf  r1 with each K block's scales loaded one step ahead
-#   h2  two 64-column halves, the second's promotion a step late, under the next wgmmas
-#   dd  one 128x128 product promoted a step late behind a tiny synchronous dot
+# Issue 20's lab bench (lab/fp8-blockscale-gemm/NOTES.md): fp8-blockscale-gemm candidates, each
+# checked at every correctness and graded shape against the comparator and the board's
+# elementwise bound and timed at every graded shape (catalog_helper.py lab), beside the catalog
+# solution (round 4's `pf`; round 4's candidates are at 785395f:lab/) as the timed baseline.
+# No round-5 candidate yet: the solution alone.
 # Run from the repository root on the H200; output under "${OUT:-/tmp/out}/gemm/". One step:
 # --deadline-s 115 stops new work, timeout 135 s kills it; under 150 s of wall time in all.
 set -u
@@ -19,7 +16,7 @@ T0=$(date +%s)
 name=fp8-blockscale-gemm
 echo "== $name $(date -u +%T)" >&2
 timeout -k 3 135 "$PY" scripts/gpu/catalog_helper.py lab "catalog/tasks/$name" \
-    "$FP8/pf" "$FP8/h2" "$FP8/dd" --baseline "$SOL" \
+    "$SOL" \
     --calls 20 --seeds 1 --deadline-s 115 >"$DEST/$name.jsonl" 2>"$DEST/$name.stderr"
 echo "rc=$? $name $(( $(date +%s) - T0 )) s" >>"$DEST/$name.stderr"
 cat "$DEST/$name.jsonl"

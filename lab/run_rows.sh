@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 21, round 4: the row kernels on the lab bench (scripts/gpu/catalog_helper.py lab).
-# Each task's current solution src/ (the baseline to beat) and its round-4 variants
-# (lab/<task>/NOTES.md, "Round 4"), checked at every correctness and graded shape (comparator
+# Issue 21: the row kernels on the lab bench (scripts/gpu/catalog_helper.py lab).
+# Each task's current solution src/ (the baseline to beat) and the open round's variants
+# (lab/<task>/NOTES.md; none while a round is being written: then the solutions alone),
+# checked at every correctness and graded shape (comparator
 # and the board's elementwise bound) and timed at every graded shape beside the eager package.
 # Each task runs in its own process, so a fault in one cannot spoil the rest.
 # Run from the repository root. Everything goes to ${OUT:-/tmp/out}/rows/.
@@ -18,18 +19,16 @@ L=lab
 t0=$(date +%s)
 : >"$O/summary.txt"
 
-# 1. topk-logits: the solution against pick (w1split's pass 1 at >= 2 segments per row,
-#    the solution's at one) and fused (pass 2 done in the streaming kernel by the row's
-#    last segment; packed int64 candidate keys).
+# 1. topk-logits: the solution (round 4's fused kernel at V > 32768, the atomic-slot one at
+#    one segment a row).
 timeout -k 3 80 "$PY" scripts/gpu/catalog_helper.py lab $T/topk-logits \
-  $S/sampling/topk/fp32/topk_logits_eager/src $L/topk-logits/pick $L/topk-logits/fused \
+  $S/sampling/topk/fp32/topk_logits_eager/src \
   --calls 20 --seeds 2 --deadline-s 68 >"$O/topk-logits.jsonl" 2>"$O/topk-logits.err"
 echo "topk-logits rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 
-# 2. layernorm: the solution against pick (onepass_ept64 at H = 8192, the solution
-#    elsewhere) and persist (pick + one persistent program per SM at H >= 16384).
+# 2. layernorm: the solution (round 4's persist).
 timeout -k 3 50 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/layernorm:40:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/pick,$L/layernorm/persist" \
+  "$T/layernorm:40:$S/norm/layernorm/bf16/layernorm_eager/src" \
   >"$O/layernorm.jsonl" 2>"$O/layernorm.err"
 echo "layernorm rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 
