@@ -332,34 +332,14 @@ class Harness:
 
     def profile(self, opts):
         """Untimed profiler pass over the prepared sets: op/kernel names, and the outputs (checked too)."""
-        from torch.profiler import ProfilerActivity, profile
-        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device == "cuda" else [])
+        from . import profiling  # here: the child imports torch only once it is pinned (main)
         outs = []
-        with profile(activities=acts) as prof:
+        with profiling.session(self.device) as prof:
             for args in self.sets:
                 outs.append(self.fn(*args))
             self._sync()
         sent, bad = self._send_outputs(outs)
-        return bad or ("profile", _events(prof, self.device), len(self.sets), sent)
-
-
-def _events(prof, device):
-    """[(name, kind, device_time_us)] of a torch.profiler run, on torch 1.13 and 2.x."""
-    out = []
-    for ev in prof.events():
-        dev_type = str(getattr(ev, "device_type", ""))
-        is_kernel = "CUDA" in dev_type or "cuda" in dev_type
-        t = getattr(ev, "device_time_total", None)
-        if t is None:
-            t = getattr(ev, "cuda_time_total", 0)
-        if device == "cuda":
-            if is_kernel:
-                out.append((ev.name, "kernel", float(t)))
-            else:
-                out.append((ev.name, "op", float(getattr(ev, "cpu_time_total", 0.0))))
-        else:
-            out.append((ev.name, "op", float(getattr(ev, "cpu_time_total", 0.0))))
-    return out
+        return bad or ("profile", profiling.events(prof, self.device), len(self.sets), sent)
 
 
 def _normalise(r, args):

@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from . import ab, arena, bell, channel, compare, dtypes, freezer, gates, inputs, reference, spin, task, timing
+from . import ab, arena, bell, channel, compare, dtypes, freezer, gates, inputs, profiling, reference, spin, task, timing
 from .arena import overlap, span
 from .channel import Child, ChildFailure
 
@@ -745,19 +745,17 @@ class Judge:
 
     def profile(self, case, dims, verdicts):
         """Untimed profiler pass (child; its outputs are checked like any other) and the reference's profile (judge)."""
-        from torch.profiler import ProfilerActivity, profile as tprofile
         (events, calls), _, _ = self._batch(dims, [("profile", case.id, k) for k in range(2)], "profile", verdicts.append)
         # The reference's names are profiled once per workload: they feed the library gate, whose
         # families (a GEMM library, cuDNN, BLAS-backed ops) a fixed reference calls at every shape,
         # and each profile of it cost seconds of every grade (docs/PERF.md).
         if case.workload not in self._ref_names:
             pristine = inputs.make_inputs(self.task, dims, self.secret.derive("profile-ref", case.id), self.device)
-            acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device == "cuda" else [])
-            with tprofile(activities=acts) as prof:
+            with profiling.session(self.device) as prof:
                 reference.run(self.ref, self.task, pristine)
                 if self.device == "cuda":
                     torch.cuda.synchronize()
-            self._ref_names[case.workload] = [ev.name for ev in prof.events()]
+            self._ref_names[case.workload] = profiling.names(prof)
             del pristine
         return events, calls, self._ref_names[case.workload]
 

@@ -14,7 +14,12 @@ times torch.profiler in fresh processes, one scenario each, so that the first-us
             loop of tiny host steps: does the warm-up stall the main thread (the GIL)?
   lazy      CUDA_MODULE_LOADING=EAGER set before import: is the first session's cost module
             patching of lazily loaded kernels?
-Usage: python3 scripts/gpu/profiler_probe.py [SCENARIO ...]   (default: all). One JSON line each.
+  autograd  the judge's session since 2026-12-02 (kzoo_judge/profiling.py: the autograd profiler on
+            Kineto, without torch.profiler's start_trace metadata), sessions 1, 2, 3
+  inductor  `import torch._inductor.config` and `import torch.distributed` timed alone: what
+            torch.profiler.profile's start_trace pulls in on its first use
+Usage: python3 scripts/gpu/profiler_probe.py [SCENARIO ...]   (default: all but thread). One JSON
+line each. Run 2026-12-02 on the H200 (torch 2.11): docs/PERF.md.
 """
 import json
 import os
@@ -22,7 +27,7 @@ import subprocess
 import sys
 import time
 
-SCENARIOS = ["plain", "cpuonly", "warm", "thread", "lazy"]
+SCENARIOS = ["plain", "cpuonly", "warm", "autograd", "inductor", "lazy"]
 
 
 def _work(torch, n=4):
@@ -37,7 +42,12 @@ def _work(torch, n=4):
 def _session(torch, acts, body):
     from torch.profiler import profile
     t0 = time.perf_counter()
-    p = profile(activities=acts)
+    if acts == "autograd":
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "judge"))
+        from kzoo_judge import profiling
+        p = profiling.session("cuda")
+    else:
+        p = profile(activities=acts)
     p.__enter__()
     t1 = time.perf_counter()
     body()
@@ -45,7 +55,7 @@ def _session(torch, acts, body):
     t2 = time.perf_counter()
     p.__exit__(None, None, None)
     t3 = time.perf_counter()
-    names = [ev.name for ev in p.events()]
+    names = [ev.name for ev in (p.events() if hasattr(p, "events") else p.function_events)]
     t4 = time.perf_counter()
     return {"enter": round(t1 - t0, 4), "body": round(t2 - t1, 4), "exit": round(t3 - t2, 4),
             "events": round(t4 - t3, 4), "n_events": len(names),
@@ -85,10 +95,19 @@ def run(scenario):
         out["main_loop_steps"] = len(gaps)
         out["main_loop_max_gap_ms"] = round(gaps[-1] * 1e3, 2) if gaps else None
         out["main_loop_p99_gap_ms"] = round(gaps[int(len(gaps) * 0.99)] * 1e3, 3) if gaps else None
+    if scenario == "inductor":
+        for mod in ("torch.distributed", "torch._inductor.config"):
+            t0 = time.perf_counter()
+            __import__(mod)
+            out["import " + mod] = round(time.perf_counter() - t0, 3)
     _work(torch, 2)  # the workload's kernels loaded before any profiled session
     acts = [ProfilerActivity.CPU] if scenario == "cpuonly" else both
+    if scenario == "autograd":
+        acts = "autograd"
+    out["inductor_before"] = "torch._inductor" in sys.modules
     for k in (1, 2, 3):
         out["session%d" % k] = _session(torch, acts, lambda: _work(torch))
+    out["inductor_after"] = "torch._inductor" in sys.modules
     print(json.dumps(out), flush=True)
 
 
