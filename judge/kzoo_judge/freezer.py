@@ -20,7 +20,17 @@ tree of the child being timed. Orphans (re-parented to the judge after that) are
 stopped whichever side runs: an honest child leaves none. Stopped processes cannot
 start work; work they queued on the GPU before they stopped is what
 Judge._await_quiet_device looks for.
+
+And on a GPU, no process of the run but the judged children may hold a CUDA context
+(gpu_holders). Why: stopping a helper does not stop the kernels it queued, and the
+judge's probe for a busy device did not see them reliably. On the H200 the same saboteur
+(a helper in a session of its own that queues 25 ms kernels whenever it sees its side
+stopped) swayed identical code to 3.5x and 4.0x in two of eight runs, on main and on
+765be8a alike, where its runs had passed before: it queues in the moment between the
+signals that stop or continue its parent and itself (docs/JUDGE.md).
 """
+
+import re
 
 import ctypes
 import os
@@ -78,10 +88,37 @@ def descendants(root, kids):
     return out
 
 
+# A CUDA context maps the driver's device files into its process. A process that merely
+# inherited the descriptors across exec maps none of them.
+GPU_MAPS = re.compile(r"/dev/nvidia(?:\d+|ctl|-uvm)\b")
+
+
+def maps_file(pid, pattern):
+    """The first file of /proc/PID/maps that `pattern` finds, or None (none, or gone)."""
+    try:
+        with open("/proc/%d/maps" % pid, errors="replace") as f:
+            for line in f:
+                m = pattern.search(line)
+                if m:
+                    return m.group(0)
+    except OSError:
+        return None
+    return None
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
+    except OSError:
+        return ""
+
+
 class Freezer:
     def __init__(self, judge_pid=None):
         self.judge = judge_pid or os.getpid()
         self.own = set()  # the judge's own helper processes (adopt_helpers)
+        self._gpu_seen = set()  # pids that mapped the GPU at the last gpu_holders scan
 
     def adopt_helpers(self, sides):
         """Call before any submitted code runs: the judge's direct children that are not the
@@ -128,6 +165,25 @@ class Freezer:
                 break
         self._wait_stopped(stopped, deadline)
         return stopped
+
+    def gpu_holders(self, pattern=GPU_MAPS):
+        """{pid: (the device file it maps, its command line)} for every process of the run but
+        the judge's helpers and the children it judges (SPAWNED) that maps the GPU's device
+        files at this scan AND the previous one. Why two scans: a process forked from a judged
+        child keeps that child's mappings until it execs (microseconds; Triton's ptxas, a
+        compile worker), where a helper with a context of its own maps them for its whole life."""
+        kids = children_map()
+        spared = set(self.own) | SPAWNED
+        for h in self.own:
+            spared |= descendants(h, kids)
+        now = {}
+        for p in descendants(self.judge, kids) - spared:
+            hit = maps_file(p, pattern)
+            if hit:
+                now[p] = hit
+        held = {p: (f, cmdline(p)) for p, f in now.items() if p in self._gpu_seen}
+        self._gpu_seen = set(now)
+        return held
 
     @staticmethod
     def _wait_stopped(pids, deadline):

@@ -316,6 +316,8 @@ class Judge:
         # side of an A/B run, and anything that left its process group or was orphaned.
         frozen = self.freezer.freeze(keep=chosen.pid)
         try:
+            if self.device == "cuda":
+                self._refuse_foreign_contexts(chosen)
             if mode == "timed" and self.device == "cuda":
                 self._await_quiet_device(chosen)
             if mode == "timed" and self._paced():
@@ -361,6 +363,28 @@ class Judge:
     # GPU: how long the device may stay busy with work the judge did not start, every other
     # process of the run stopped, before a timed batch gives up on it.
     QUIET_WAIT_S = 5.0
+
+    def _refuse_foreign_contexts(self, chosen):
+        """Before a batch of `chosen` on a GPU: a process of the run, other than the children
+        the judge judges, that holds a CUDA context of its own (freezer.gpu_holders) fails the
+        side it belongs to. Its kernels outlive its stop and time-slice with the calls being
+        timed (freezer.py says what it did on the H200). Each side answers for its own tree at
+        its own batches, so that a submission's helper can never fail the incumbent: an orphan
+        (re-parented to the judge) is counted as the submission's."""
+        held = self.freezer.gpu_holders()
+        if not held:
+            return
+        inc = self.ab.child if self.ab is not None else None
+        inc_tree = freezer.descendants(inc.pid, freezer.children_map()) if inc is not None else set()
+        mine = {p: v for p, v in held.items() if (p in inc_tree) == (chosen is inc)}
+        if not mine:
+            return
+        pid, (dev, cmd) = sorted(mine.items())[0]
+        side = "the incumbent's" if chosen is inc else "the submission's"
+        raise CaseFailure("error", "process %d of %s run (%s) holds a CUDA context of its own (it maps %s): only the "
+                          "judged process may use the GPU. Stopping a helper does not stop the kernels it queued, and "
+                          "they would run inside the other side's timed calls; do the GPU work in the submitted "
+                          "function itself" % (pid, side, cmd or "?", dev))
 
     def _probe_us(self):
         """The least of three launch-to-completion times of a judge-owned one-element kernel.

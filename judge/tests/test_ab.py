@@ -261,9 +261,21 @@ class Containment(unittest.TestCase):
         c = h.case0(judge_ab(saboteur(helper, work), h.GOOD_SOFTMAX, AB_PAIRS_32, device=device))
         self.assertEqual(c["status"], "ok", c["message"])
         # identical code against itself: the saboteur must not move the ratio out of the band
-        # test_identical_code_measures_the_same_in_either_slot allows honest code
-        self.assertLess(c["speedup"]["ratio_median"], 1.25, c["message"])
-        self.assertGreater(c["speedup"]["ratio_median"], 0.8, c["message"])
+        # test_identical_code_measures_the_same_in_either_slot allows honest code -- neither the
+        # per-pair ratios' median nor the speed-up the verdict uses (the medians' ratio: on the
+        # H200 one run read a median pair ratio of 1.007 and a speed-up of 4.0x)
+        for key in ("ratio_median", "value"):
+            self.assertLess(c["speedup"][key], 1.25, "%s: %s" % (key, c["message"]))
+            self.assertGreater(c["speedup"][key], 0.8, "%s: %s" % (key, c["message"]))
+
+    def assert_refused_for_its_context(self, helper):
+        # On a GPU a helper with a CUDA context of its own is refused outright: its kernels
+        # outlive its stop (freezer.gpu_holders, Judge._refuse_foreign_contexts).
+        c = h.case0(judge_ab(saboteur(helper, "gpu"), h.GOOD_SOFTMAX, AB_PAIRS_32, device="cuda"))
+        self.assertEqual(c["status"], "error", c["message"])
+        self.assertIn("holds a CUDA context of its own", c["message"])
+        self.assertIn("the submission's", c["message"])
+        self.assertIsNone(c.get("speedup"))
 
     def test_a_helper_in_a_session_of_its_own_is_stopped_with_its_side(self):
         self.assert_not_swayed("session", "cpu")
@@ -288,12 +300,12 @@ class Containment(unittest.TestCase):
         self.assertEqual(left, [], "the saboteur's helper outlived the run")
 
     @unittest.skipUnless(__import__("torch").cuda.is_available(), "needs CUDA")
-    def test_a_helper_keeping_the_gpu_busy_is_stopped_on_the_gpu(self):
-        self.assert_not_swayed("session", "gpu", device="cuda")
+    def test_a_helper_keeping_the_gpu_busy_is_refused_on_the_gpu(self):
+        self.assert_refused_for_its_context("session")
 
     @unittest.skipUnless(__import__("torch").cuda.is_available(), "needs CUDA")
-    def test_an_orphaned_helper_keeping_the_gpu_busy_is_stopped_on_the_gpu(self):
-        self.assert_not_swayed("orphan", "gpu", device="cuda")
+    def test_an_orphaned_helper_keeping_the_gpu_busy_is_refused_on_the_gpu(self):
+        self.assert_refused_for_its_context("orphan")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,159 @@
+"""Containment's scan for CUDA contexts outside the judged children (kzoo_judge.freezer.gpu_holders).
+On the CPU the GPU's device files are stood in for by a file whose name a test pattern matches:
+what is checked is which processes count, and that a holder counts only when seen twice in a row."""
+
+import mmap
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from kzoo_judge import freezer
+
+# A process that maps FILE (as a CUDA context maps /dev/nvidia*), says so, then waits.
+HOLDER = r"""
+import mmap, sys, time
+f = open(sys.argv[1], "r+b")
+m = mmap.mmap(f.fileno(), 4096)
+print("mapped", flush=True)
+time.sleep(120)
+"""
+
+
+class GpuHolders(unittest.TestCase):
+    def setUp(self):
+        fd, self.path = tempfile.mkstemp(prefix="kzoo-fake-nvidia7-")
+        os.write(fd, b"\0" * 4096)
+        os.close(fd)
+        self.addCleanup(os.unlink, self.path)
+        self.pattern = re.compile(re.escape(os.path.basename(self.path)))
+
+    def holder(self):
+        p = subprocess.Popen([sys.executable, "-c", HOLDER, self.path], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        self.assertEqual(p.stdout.readline().strip(), "mapped")
+        return p
+
+    def test_a_helper_that_maps_the_device_counts_from_the_second_scan_on(self):
+        f = freezer.Freezer()
+        p = self.holder()
+        self.assertEqual(f.gpu_holders(self.pattern), {}, "one sighting could be a fork on its way to exec")
+        held = f.gpu_holders(self.pattern)
+        self.assertIn(p.pid, held)
+        dev, cmd = held[p.pid]
+        self.assertIn(os.path.basename(self.path), dev)
+        self.assertIn("mmap", cmd)
+        self.assertIn(p.pid, f.gpu_holders(self.pattern))
+
+    def test_a_mapping_gone_by_the_next_scan_never_counts(self):
+        f = freezer.Freezer()
+        p = self.holder()
+        f.gpu_holders(self.pattern)
+        p.kill()
+        p.wait()
+        self.assertEqual(f.gpu_holders(self.pattern), {})
+
+    def test_the_judged_children_and_the_judges_own_helpers_never_count(self):
+        judged = self.holder()
+        freezer.SPAWNED.add(judged.pid)
+        self.addCleanup(freezer.SPAWNED.discard, judged.pid)
+        own = self.holder()
+        f = freezer.Freezer()
+        f.adopt_helpers(sides=[judged.pid])  # `own` was there before any submitted code ran
+        self.assertIn(own.pid, f.own)
+        f.gpu_holders(self.pattern)
+        self.assertEqual(f.gpu_holders(self.pattern), {})
+
+    def test_an_open_descriptor_without_a_mapping_does_not_count(self):
+        # A process that inherited the device's descriptors across exec maps nothing of it.
+        code = "import sys, time; f = open(sys.argv[1], 'rb'); print('open', flush=True); time.sleep(120)"
+        p = subprocess.Popen([sys.executable, "-c", code, self.path], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        self.assertEqual(p.stdout.readline().strip(), "open")
+        f = freezer.Freezer()
+        f.gpu_holders(self.pattern)
+        self.assertEqual(f.gpu_holders(self.pattern), {})
+
+    def test_the_device_pattern_matches_a_contexts_files_only(self):
+        for line in ("7f1c0000-7f1c0100 rw-s 00000000 00:05 812 /dev/nvidia0",
+                     "7f1c0000-7f1c0100 rw-s 00000000 00:05 811 /dev/nvidiactl",
+                     "7f1c0000-7f1c0100 rw-s 00000000 00:05 813 /dev/nvidia-uvm"):
+            self.assertIsNotNone(freezer.GPU_MAPS.search(line), line)
+        for line in ("7f1c0000-7f1c0100 r-xp 00000000 08:01 99 /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+                     "7f1c0000-7f1c0100 r-xp 00000000 08:01 98 /usr/lib/libcuda.so.580.159.04",
+                     "7f1c0000-7f1c0100 rw-s 00000000 00:05 9 /dev/nvidia-modeset"):
+            self.assertIsNone(freezer.GPU_MAPS.search(line), line)
+
+
+# A process (a child the judge judges) that starts a helper of its own and prints its pid.
+PARENT = r"""
+import subprocess, sys, time
+h = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+print(h.pid, flush=True)
+time.sleep(120)
+"""
+
+
+class EachSideAnswersForItsOwnTree(unittest.TestCase):
+    """Judge._refuse_foreign_contexts: a holder fails the side whose tree it is in, at that
+    side's batch; one outside both trees (an orphan) fails the submission."""
+
+    def side(self):
+        p = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        helper = int(p.stdout.readline())
+        self.addCleanup(lambda: os.kill(helper, 9))
+        return p, helper
+
+    def judge(self, held, sub, inc):
+        from types import SimpleNamespace
+        from kzoo_judge.judge import Judge
+        stub = SimpleNamespace(freezer=SimpleNamespace(gpu_holders=lambda: held), child=sub,
+                               ab=SimpleNamespace(child=inc) if inc is not None else None)
+        return lambda chosen: Judge._refuse_foreign_contexts(stub, chosen)
+
+    def test_the_submissions_helper_fails_the_submission_never_the_incumbent(self):
+        from kzoo_judge.judge import CaseFailure
+        (sub, sub_helper), (inc, _) = self.side(), self.side()
+        check = self.judge({sub_helper: ("/dev/nvidia0", "python3 -c ...")}, sub, inc)
+        check(inc)  # the incumbent's batch goes on
+        with self.assertRaises(CaseFailure) as e:
+            check(sub)
+        self.assertEqual(e.exception.status, "error")
+        self.assertIn("the submission's", str(e.exception))
+        self.assertIn("CUDA context", str(e.exception))
+
+    def test_the_incumbents_helper_fails_the_incumbent(self):
+        from kzoo_judge.judge import CaseFailure
+        (sub, _), (inc, inc_helper) = self.side(), self.side()
+        check = self.judge({inc_helper: ("/dev/nvidia0", "x")}, sub, inc)
+        check(sub)
+        with self.assertRaises(CaseFailure) as e:
+            check(inc)
+        self.assertIn("the incumbent's", str(e.exception))
+
+    def test_an_orphan_is_the_submissions_and_without_ab_every_holder_fails_the_run(self):
+        from kzoo_judge.judge import CaseFailure
+        (sub, _), (inc, _) = self.side(), self.side()
+        orphan = 999999999  # in neither tree
+        check = self.judge({orphan: ("/dev/nvidia-uvm", "")}, sub, inc)
+        check(inc)
+        with self.assertRaises(CaseFailure):
+            check(sub)
+        alone = self.judge({orphan: ("/dev/nvidia-uvm", "")}, sub, None)
+        with self.assertRaises(CaseFailure):
+            alone(sub)
+        self.judge({}, sub, inc)(sub)  # nothing held: nothing to refuse
+
+
+if __name__ == "__main__":
+    unittest.main()
