@@ -7,8 +7,11 @@
 # Each task runs in its own process, so a fault in one cannot spoil the rest.
 # Run from the repository root. Everything goes to ${OUT:-/tmp/out}/rows/.
 # Wall budget 170 s: each group has a hard timeout (its --deadline-s, counted from the
-# task's own start after torch's import, stops new work ~10 s before it); the last group
-# gets what is left (round 3 took 100 s for 3 + 4 + 4 sources).
+# task's own start after torch's import, stops new work ~10 s before it): topk-logits 80 s,
+# layernorm 46 s, rmsnorm-residual 44 s (round 3 took 100 s for 3 + 4 + 4 sources; round 4's
+# layernorm 19 s for 3 sources, rmsnorm 10 s for 1).
+# Round 5 (lab/<task>/NOTES.md, "Round 5"): layernorm's pipe and lean, rmsnorm-residual's
+# persist, pipe and lean, each beside its solution.
 set -u
 PY="${KZOO_PYTHON:-python3}"
 O="${OUT:-/tmp/out}/rows"
@@ -26,22 +29,20 @@ timeout -k 3 80 "$PY" scripts/gpu/catalog_helper.py lab $T/topk-logits \
   --calls 20 --seeds 2 --deadline-s 68 >"$O/topk-logits.jsonl" 2>"$O/topk-logits.err"
 echo "topk-logits rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 
-# 2. layernorm: the solution (round 4's persist).
-timeout -k 3 50 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/layernorm:40:$S/norm/layernorm/bf16/layernorm_eager/src" \
+# 2. layernorm: the solution (round 4's persist) against pipe (a persistent grid sized to the
+#    SM, row loads pipelined two ahead through shared memory, at H = 8192 and >= 16384) and
+#    lean (H = 8192: nothing held in registers across the reduction; x, w, b re-read after it).
+timeout -k 3 46 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
+  "$T/layernorm:36:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/pipe,$L/layernorm/lean" \
   >"$O/layernorm.jsonl" 2>"$O/layernorm.err"
 echo "layernorm rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 
-# 3. rmsnorm-residual, in what is left (at most 30 s): the solution alone, a drift
-#    reference for the figures above (no round-4 variant).
-left=$(( 166 - ($(date +%s) - t0) ))
-[ "$left" -gt 30 ] && left=30
-if [ "$left" -gt 15 ]; then
-  timeout -k 3 "$left" "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-    "$T/rmsnorm-residual:$(( left - 10 )):$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src" \
-    >"$O/rmsnorm-residual.jsonl" 2>"$O/rmsnorm-residual.err"
-  echo "rmsnorm-residual rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
-else
-  echo "rmsnorm-residual skipped: ${left}s left" >>"$O/summary.txt"
-fi
+# 3. rmsnorm-residual: the solution against persist (a persistent grid sized to the SM, the
+#    next row prefetched in registers), pipe (the same grid, loads pipelined two rows ahead
+#    through shared memory) and lean (one row a program, h kept packed and w loaded after the
+#    reduction). Its own slot, not what is left.
+timeout -k 3 44 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
+  "$T/rmsnorm-residual:34:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src,$L/rmsnorm-residual/persist,$L/rmsnorm-residual/pipe,$L/rmsnorm-residual/lean" \
+  >"$O/rmsnorm-residual.jsonl" 2>"$O/rmsnorm-residual.err"
+echo "rmsnorm-residual rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 cat "$O/summary.txt"
