@@ -26,8 +26,11 @@ And on a GPU, no process of the run but the judged children may hold a CUDA cont
 judge's probe for a busy device did not see them reliably. On the H200 the same saboteur
 (a helper in a session of its own that queues 25 ms kernels whenever it sees its side
 stopped) swayed identical code to 3.5x and 4.0x in two of eight runs, on main and on
-765be8a alike, where its runs had passed before: it queues in the moment between the
-signals that stop or continue its parent and itself (docs/JUDGE.md).
+765be8a alike, where its runs had passed before: it queued in the moment between the
+signals that stop or continue its parent and itself. Stopping the deepest first and
+continuing the shallowest first (freeze, thaw) closes that moment, but a helper can take
+its cue from anything else (its own stops, the clock), and what it queued still runs
+(docs/JUDGE.md).
 """
 
 import re
@@ -114,6 +117,25 @@ def cmdline(pid):
         return ""
 
 
+def _by_depth(pids, root, kids, deepest_first):
+    """`pids` grouped by their depth below `root` in the {ppid: [pid]} map `kids`, as a list of
+    sets, deepest or shallowest level first; a pid not found below root comes last either way."""
+    depth, todo, d = {}, [root], 0
+    while todo:
+        nxt = []
+        for p in todo:
+            for c in kids.get(p, []):
+                if c not in depth:
+                    depth[c] = d + 1
+                    nxt.append(c)
+        todo, d = nxt, d + 1
+    levels = {}
+    for p in pids:
+        levels.setdefault(depth.get(p), set()).add(p)
+    known = sorted((k for k in levels if k is not None), reverse=deepest_first)
+    return [levels[k] for k in known] + ([levels[None]] if None in levels else [])
+
+
 class Freezer:
     def __init__(self, judge_pid=None):
         self.judge = judge_pid or os.getpid()
@@ -140,8 +162,10 @@ class Freezer:
 
     def freeze(self, keep=None, timeout_s=10.0):
         """Stop every descendant of the judge but its helpers and the tree of pid `keep` (None:
-        stop them all). Repeats until no such process is left running (one may fork between
-        the scan and the signal). Returns the set of pids it stopped (for thaw)."""
+        stop them all), the deepest first: each level is stopped before its parents are, so no
+        process ever runs while an ancestor of its is stopped (a helper that acts when it sees
+        its side stopped never sees it). Repeats until no such process is left running (one
+        may fork between the scan and the signal). Returns the set of pids it stopped (for thaw)."""
         self.reap()
         stopped = set()
         deadline = time.monotonic() + timeout_s
@@ -155,15 +179,18 @@ class Freezer:
             targets = {p for p in descendants(self.judge, kids) - spared - stopped if (_stat(p) or (0, "Z"))[1] != "Z"}
             if not targets:
                 break
-            for p in targets:
-                try:
-                    os.kill(p, signal.SIGSTOP)
-                    stopped.add(p)
-                except ProcessLookupError:
-                    pass
+            for level in _by_depth(targets, self.judge, kids, deepest_first=True):
+                sent = set()
+                for p in level:
+                    try:
+                        os.kill(p, signal.SIGSTOP)
+                        sent.add(p)
+                    except ProcessLookupError:
+                        pass
+                self._wait_stopped(sent, deadline)
+                stopped |= sent
             if time.monotonic() > deadline:
                 break
-        self._wait_stopped(stopped, deadline)
         return stopped
 
     def gpu_holders(self, pattern=GPU_MAPS):
@@ -195,13 +222,27 @@ class Freezer:
                     break
                 time.sleep(0.0002)
 
-    @staticmethod
-    def thaw(pids):
-        for p in pids:
-            try:
-                os.kill(p, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
+    def thaw(self, pids, timeout_s=10.0):
+        """Continue `pids`, the shallowest first: each level runs again before its descendants
+        do, the reverse of freeze. Why: continued in any order, a helper continued before its
+        stopped parent saw it stopped and went to work (a session helper of the CPU saboteur
+        burned the timing CPU through its own side's next batch: identical code read 0.78-0.81,
+        2026-12-02)."""
+        deadline = time.monotonic() + timeout_s
+        for level in _by_depth(set(pids), self.judge, children_map(), deepest_first=False):
+            sent = set()
+            for p in level:
+                try:
+                    os.kill(p, signal.SIGCONT)
+                    sent.add(p)
+                except ProcessLookupError:
+                    pass
+            for p in sent:
+                while time.monotonic() < deadline:
+                    st = _stat(p)
+                    if st is None or st[1] not in ("T", "t"):
+                        break
+                    time.sleep(0.0002)
 
     def kill_all(self):
         """SIGKILL every descendant but the judge's helpers: the run is over."""

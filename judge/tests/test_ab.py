@@ -257,7 +257,7 @@ def saboteur(helper, work):
 class Containment(unittest.TestCase):
     """No process of the submission's, wherever it hides, works while the incumbent is timed."""
 
-    def assert_not_swayed(self, helper, work, device="cpu"):
+    def assert_not_swayed(self, helper, work, device="cpu", own_side_pays=False):
         c = h.case0(judge_ab(saboteur(helper, work), h.GOOD_SOFTMAX, AB_PAIRS_32, device=device))
         self.assertEqual(c["status"], "ok", c["message"])
         # identical code against itself: the saboteur must not move the ratio out of the band
@@ -266,7 +266,8 @@ class Containment(unittest.TestCase):
         # H200 one run read a median pair ratio of 1.007 and a speed-up of 4.0x)
         for key in ("ratio_median", "value"):
             self.assertLess(c["speedup"][key], 1.25, "%s: %s" % (key, c["message"]))
-            self.assertGreater(c["speedup"][key], 0.8, "%s: %s" % (key, c["message"]))
+            if not own_side_pays:
+                self.assertGreater(c["speedup"][key], 0.8, "%s: %s" % (key, c["message"]))
 
     def assert_refused_for_its_context(self, helper):
         # On a GPU a helper with a CUDA context of its own is refused outright: its kernels
@@ -278,7 +279,11 @@ class Containment(unittest.TestCase):
         self.assertIsNone(c.get("speedup"))
 
     def test_a_helper_in_a_session_of_its_own_is_stopped_with_its_side(self):
-        self.assert_not_swayed("session", "cpu")
+        # Only upwards: a helper in its side's own tree runs while its side is timed, as the
+        # submission's own work does, and what it costs there is the submission's (its poll of
+        # /proc every 0.5 ms on the timing CPU read 0.70-0.86 here, 2026-12-02). What it must
+        # never do is work while the incumbent is timed, which would read above the band.
+        self.assert_not_swayed("session", "cpu", own_side_pays=True)
 
     def test_an_orphaned_helper_is_stopped_whichever_side_runs(self):
         self.assert_not_swayed("orphan", "cpu")
