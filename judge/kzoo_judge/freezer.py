@@ -25,18 +25,17 @@ And on a GPU, no process of the run but the judged children may hold a CUDA cont
 (gpu_holders). Why: stopping a helper does not stop the kernels it queued, and the
 judge's probe for a busy device did not see them reliably. On the H200 the same saboteur
 (a helper in a session of its own that queues 25 ms kernels whenever it sees its side
-stopped) swayed identical code to 3.5x and 4.0x in two of eight runs, on main and on
-765be8a alike, where its runs had passed before: it queued in the moment between the
+stopped) swayed identical code in three of seven runs (3.53x, 4.02x, and 0.91x the other
+way), on main and on 765be8a alike, where its runs had passed before: it queued in the moment between the
 signals that stop or continue its parent and itself. Stopping the deepest first and
 continuing the shallowest first (freeze, thaw) closes that moment, but a helper can take
 its cue from anything else (its own stops, the clock), and what it queued still runs
 (docs/JUDGE.md).
 """
 
-import re
-
 import ctypes
 import os
+import re
 import signal
 import time
 
