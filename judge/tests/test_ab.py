@@ -216,7 +216,11 @@ import os, sys, time
 parent, work = int(sys.argv[1]), sys.argv[2]
 if work == "gpu":
     import torch
-    torch.cuda.init()
+    # A context made at once, as a real saboteur would (torch.cuda.init() alone makes none: the
+    # driver makes it at the first allocation or launch). Until 1375f6a its first launch waited
+    # for its cue, and since the freezer stops the deepest processes first it never gets one
+    # (the H200, 2026-12-02: the helper never launched, so its context never existed to refuse).
+    torch.zeros(1, device="cuda")
 def stopped():
     try:
         with open("/proc/%d/stat" % parent) as f:
