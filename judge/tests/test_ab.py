@@ -210,17 +210,17 @@ def softmax(x):
 # WORK is what it does: "cpu" burns the CPU it inherited (the timing CPU), "gpu" keeps the
 # device busy from a CUDA context of its own.
 SABOTEUR = '''
-import os, subprocess, sys, torch
+import os, select, subprocess, sys, torch
 _LOOP = r"""
 import os, sys, time
-parent, work = int(sys.argv[1]), sys.argv[2]
+parent, work, ready = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 if work == "gpu":
     import torch
-    # A context made at once, as a real saboteur would (torch.cuda.init() alone makes none: the
-    # driver makes it at the first allocation or launch). Until 1375f6a its first launch waited
-    # for its cue, and since the freezer stops the deepest processes first it never gets one
-    # (the H200, 2026-12-02: the helper never launched, so its context never existed to refuse).
+    # A context made at once (torch.cuda.init() alone makes none: the driver makes it at the
+    # first allocation or launch).
     torch.zeros(1, device="cuda")
+os.write(ready, b"up\\n")
+os.close(ready)
 def stopped():
     try:
         with open("/proc/%d/stat" % parent) as f:
@@ -239,16 +239,26 @@ while True:
     else:
         time.sleep(0.0005)
 """
+# The import waits until the helper is up, its CUDA context made, as a real saboteur would: a
+# helper still importing torch when timing starts runs only between the freezer's stops (an
+# orphan is stopped whichever side runs) and on the H200 never got its context up within the
+# run (2026-12-02: nothing to refuse, both GPU tests failed on it).
+_r, _w = os.pipe()
+os.set_inheritable(_w, True)
 _me = os.getpid()
+_argv = [sys.executable, "-c", _LOOP, str(_me), "@WORK@", str(_w)]
 if "@HELPER@" == "session":
-    subprocess.Popen([sys.executable, "-c", _LOOP, str(_me), "@WORK@"], start_new_session=True)
+    subprocess.Popen(_argv, start_new_session=True, pass_fds=(_w,))
 elif os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        os.execv(sys.executable, [sys.executable, "-c", _LOOP, str(_me), "@WORK@"])
+        os.execv(sys.executable, _argv)
     os._exit(0)
 else:
     os.wait()
+os.close(_w)
+select.select([_r], [], [], 120)
+os.close(_r)
 def softmax(x):
     return torch.softmax(x.float(), dim=-1).to(x.dtype)
 '''
