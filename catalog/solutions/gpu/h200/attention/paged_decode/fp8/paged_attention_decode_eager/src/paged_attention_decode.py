@@ -21,6 +21,14 @@
 # so each step waited a whole dependent load's latency before it could issue its K/V
 # gathers. With that wait gone, three stages (the table no longer competing) and
 # fewer, longer splits won on the H200 (lab round 4, docs/CATALOG.md).
+#
+# V reaches its tensor-core operand as fp16 through a shared-memory tile read with
+# ldmatrix.trans. Why: P V contracts over tokens, so V's operand is transposed, and with a
+# plain cast Triton hoists the operand's layout conversion above the fp8 -> fp16 cast and
+# reads the fp8 bytes transposed from the cp.async buffer, one byte at a time (ldmatrix.trans
+# has no 8-bit form before Blackwell). The conversion is an inline asm Triton cannot hoist:
+# V is read with 16-byte loads, converted, and transposed as 16-bit values. It won at
+# every graded shape (lab round 5's vh16 on the H200, docs/CATALOG.md).
 
 import math
 
@@ -79,7 +87,15 @@ def _decode_split(q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, bt_ptr, sl_ptr, po_ptr,
         p = tl.math.exp2(s - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
-        acc = tl.dot(p.to(tl.float16), v.to(tl.float16), acc * alpha[:, None])
+        # V to fp16 by inline asm (the header: two operands, so Triton cannot hoist the
+        # dot-operand layout conversion above it and read fp8 bytes transposed one at a time).
+        # 4 bytes in one register (element 0 low) -> 2 x f16x2, bit-exact with Triton's cast.
+        vb = v.to(tl.int8, bitcast=True)
+        vh = tl.inline_asm_elementwise(
+            "{\n.reg .b16 ve0, ve1;\nmov.b32 {ve0, ve1}, $2;\n"
+            "cvt.rn.f16x2.e4m3x2 $0, ve0;\ncvt.rn.f16x2.e4m3x2 $1, ve1;\n}",
+            "=r,=r,r,r", [vb, vb], dtype=tl.float16, is_pure=True, pack=4)
+        acc = tl.dot(p.to(tl.float16), vh, acc * alpha[:, None])
         m_i = m_new
     part = qrow * SPLITS + sp
     tl.store(po_ptr + part[:, None] * D + d[None, :], acc * tl.load(vs_ptr), mask=gm[:, None])
