@@ -11,7 +11,7 @@
 // into the partner's stage too. A cluster barrier after the barriers' init and one before exit
 // (remote arrivals must not reach an exited CTA). Both CTAs of a cluster walk the same pairs, so
 // they run the same number of stages; when M has an odd number of tile rows the last pair's
-// second tile lies wholly past M (TMA fills zeros, every store is masked).
+// second tile lies wholly past M (its A is not loaded, every store is masked).
 //
 // From n192:
 // Hypothesis: at 128x128 every k32 wgmma reads A (2 KiB) + B (4 KiB) from shared memory per
@@ -213,11 +213,17 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
           const uint32_t s = it % STAGES, round = it / STAGES;
           // Both CTAs' consumers have released stage s (the multicast writes the partner's too).
           mbar_wait(bar_empty + 8 * s, (round & 1) ^ 1);  // fresh barrier: parity 1 passes at once
-          mbar_expect_tx(bar_full + 8 * s, STAGE_BYTES);   // A + both halves of B, zero-filled or not
+          // A + the halves of B, zero-filled or not, except boxes that would lie wholly outside
+          // the tensor (this CTA's tile past M; B's upper half past N: both CTAs agree on it), which
+          // are not loaded at all: their stale shared memory feeds only rows and columns that are
+          // never stored (a wgmma's output row depends on its A row only, a column on its B row).
+          const bool a_in = tm < tiles_m, hi_in = tn * BN + B_HALF < N;
+          mbar_expect_tx(bar_full + 8 * s, (a_in ? A_BYTES : 0) + (hi_in ? 2 : 1) * B_HALF_BYTES);
           const uint32_t sa = base + s * STAGE_BYTES;
-          tma_load_2d(sa, &tmA, bar_full + 8 * s, kb * BK, tm * BM);
-          tma_load_2d_mc(sa + A_BYTES + rank * B_HALF_BYTES, &tmB, bar_full + 8 * s, kb * BK,
-                         tn * BN + (int)rank * B_HALF, (uint16_t)((1u << CLUSTER) - 1));
+          if (a_in) tma_load_2d(sa, &tmA, bar_full + 8 * s, kb * BK, tm * BM);
+          if (rank == 0 || hi_in)
+            tma_load_2d_mc(sa + A_BYTES + rank * B_HALF_BYTES, &tmB, bar_full + 8 * s, kb * BK,
+                           tn * BN + (int)rank * B_HALF, (uint16_t)((1u << CLUSTER) - 1));
         }
       }
     }
