@@ -31,7 +31,6 @@ namespace {
 constexpr int BM = 192, BN = 128, BK = 128;  // BK = the scale block: one A/B scale per stage
 constexpr int STAGES = KZOO_STAGES;
 constexpr int CHUNKS = KZOO_PROMOTE / 32;    // k32 wgmmas chained before a promotion
-constexpr int GROUPS = BK / KZOO_PROMOTE;    // promotion groups per stage
 constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int THREADS = 512;                 // warpgroup 0: producer; 1, 2, 3: consumers
 constexpr int CONSUMER_WARPS = 12;
@@ -204,13 +203,9 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.f;
 
-    // One stage (one 128-deep K block, one scale pair) per iteration. Within it the groups
-    // alternate between two partial tiles: group j+1's wgmmas are issued before group j's
-    // promotion, which waits only for group j (wait_group 1). The stage drains (wait_group 0)
-    // before the loop turns: partials in flight across the back edge made NVVM copy them with
-    // movs at the loop's phis, and ptxas then serialised every wgmma (C7514); declared inside
-    // the body they are not loop-carried at all. Overlap across the drain comes from the other
-    // consumer warpgroup.
+    // One stage (one 128-deep K block, one scale pair, one promotion) per iteration; the stage
+    // drains (wait_group 0) before its promotion (round 6: partials in flight across the back
+    // edge make ptxas serialise the wgmmas). Overlap comes from the other consumer warpgroups.
     for (int kb = 0; kb < nkb; ++kb) {
       const uint32_t st = (it + kb) % STAGES;
       mbar_wait(bar_full + 8 * st, ((it + kb) / STAGES) & 1);
@@ -222,34 +217,13 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
       }
       const uint32_t sa = base + st * STAGE_BYTES;
       const uint64_t da = sw128_desc(sa + cw * 64 * BK), db = sw128_desc(sa + A_BYTES);
-      float p0[64], p1[64];
-      if constexpr (GROUPS == 1) {
-        issue(p0, da, db, 0);
-        wg_wait<0>();
-        promote(acc, p0, s0, s1);
-      } else if constexpr (GROUPS == 2) {
-        issue(p0, da, db, 0);
-        issue(p1, da, db, 1);
-        wg_wait<1>();
-        promote(acc, p0, s0, s1);
-        wg_wait<0>();
-        promote(acc, p1, s0, s1);
-      } else {
-        issue(p0, da, db, 0);
-        issue(p1, da, db, 1);
-        wg_wait<1>();
-        promote(acc, p0, s0, s1);
-        issue(p0, da, db, 2);
-        wg_wait<1>();
-        promote(acc, p1, s0, s1);
-        issue(p1, da, db, 3);
-        wg_wait<1>();
-        promote(acc, p0, s0, s1);
-        wg_wait<0>();
-        promote(acc, p1, s0, s1);
-      }
-      // The stage's wgmmas are complete: its shared memory may be refilled.
+      float p0[64];
+      issue(p0, da, db, 0);
+      wg_wait<0>();
+      // The stage's wgmmas are complete: its shared memory may be refilled while this warpgroup
+      // promotes (DeepGEMM arrives here too, before the promotion).
       if (lane == 0) mbar_arrive(bar_empty + 8 * st);
+      promote(acc, p0, s0, s1);
     }
     it += nkb;
 

@@ -228,9 +228,10 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
       float p0[NACC];
       issue(p0, da, db);
       wg_wait<0>();
-      promote(acc, p0, sc);
-      // The stage's wgmmas are complete: its shared memory may be refilled.
+      // The stage's wgmmas are complete: its shared memory may be refilled while this warpgroup
+      // promotes (DeepGEMM arrives here too, before the promotion).
       if (lane == 0) mbar_arrive(bar_empty + 8 * st);
+      promote(acc, p0, sc);
     }
     it += nkb;
 

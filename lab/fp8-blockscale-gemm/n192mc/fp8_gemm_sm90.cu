@@ -278,9 +278,10 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
         float p0[NACC];
         issue(p0, da, db);
         wg_wait<0>();
-        promote(acc, p0, sc);
-        // The stage's wgmmas are complete: both producers may refill it (lane c arrives on CTA c's).
+        // The stage's wgmmas are complete: both producers may refill it (lane c arrives on CTA c's)
+        // while this warpgroup promotes (DeepGEMM arrives here too, before the promotion).
         if (lane < CLUSTER) mbar_arrive_cluster(bar_empty + 8 * st, lane);
+        promote(acc, p0, sc);
       }
       it += nkb;
 
