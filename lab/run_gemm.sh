@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Issue 20's lab bench (lab/fp8-blockscale-gemm/NOTES.md): fp8-blockscale-gemm candidates, each
 # checked at every correctness and graded shape against the comparator and the board's
-# elementwise bound and timed at every graded shape (catalog_helper.py lab), beside the catalog
-# solution (round 4's `pf`; round 4's candidates are at 785395f:lab/) as the timed baseline.
-# Round 6: cuda1 (CUDA C++ sm_90a, promotion every 32 products) and cuda1p128 (the same, every
-# 128: the bound is atol 0.3 now); each builds with nvcc at import (~5 s each here).
-# Run from the repository root on the H200; output under "${OUT:-/tmp/out}/gemm/". One step:
-# --deadline-s 115 stops new work, timeout 135 s kills it; under 150 s of wall time in all.
+# elementwise bound and timed at every graded shape (catalog_helper.py lab) beside the eager
+# baseline; "$SOL" is the catalog solution (round 6's cuda1p128; round 6's cuda1 and cuda1p128
+# stay in lab/fp8-blockscale-gemm/, no longer run).
+# Round 7: n192 (128x192 tile, m64n192k32), m192w3 (192x128 tile, three consumer warpgroups),
+# n192mc (n192 in clusters of two CTAs, B multicast by TMA); each builds with nvcc at import
+# (~5 s). n192mc, the one with a new barrier protocol (a hang is its likeliest failure), runs in a
+# step of its own so that a hang costs only its own lines.
+# Run from the repository root on the H200; output under "${OUT:-/tmp/out}/gemm/". Two steps:
+# --deadline-s 72 / 36 stop new work, timeout 88 / 50 s kill them; under 150 s of wall time in all.
 set -u
 PY="${KZOO_PYTHON:-python3}"
 DEST="${OUT:-/tmp/out}/gemm"
@@ -15,11 +18,16 @@ SOL=catalog/solutions/gpu/h200/gemm/blockscale/fp8/fp8_blockscale_gemm_eager/src
 FP8=lab/fp8-blockscale-gemm
 T0=$(date +%s)
 name=fp8-blockscale-gemm
-echo "== $name $(date -u +%T)" >&2
-timeout -k 3 135 "$PY" scripts/gpu/catalog_helper.py lab "catalog/tasks/$name" \
-    "$SOL" "$FP8/cuda1" "$FP8/cuda1p128" \
-    --calls 20 --seeds 1 --deadline-s 115 >"$DEST/$name.jsonl" 2>"$DEST/$name.stderr"
-echo "rc=$? $name $(( $(date +%s) - T0 )) s" >>"$DEST/$name.stderr"
-cat "$DEST/$name.jsonl"
-tail -n 40 "$DEST/$name.stderr"
+step() {  # step TAG DEADLINE TIMEOUT SRC...
+    local tag=$1 dl=$2 to=$3
+    shift 3
+    echo "== $name $tag $(date -u +%T)" >&2
+    timeout -k 3 "$to" "$PY" scripts/gpu/catalog_helper.py lab "catalog/tasks/$name" "$@" \
+        --calls 20 --seeds 1 --deadline-s "$dl" >"$DEST/$name.$tag.jsonl" 2>"$DEST/$name.$tag.stderr"
+    echo "rc=$? $name $tag $(( $(date +%s) - T0 )) s" >>"$DEST/$name.$tag.stderr"
+    cat "$DEST/$name.$tag.jsonl"
+    tail -n 30 "$DEST/$name.$tag.stderr"
+}
+step main 72 88 "$SOL" "$FP8/n192" "$FP8/m192w3"
+step mc 36 50 "$FP8/n192mc"
 echo "total $(( $(date +%s) - T0 )) s" | tee "$DEST/total.txt"
