@@ -85,57 +85,6 @@ class EveryDtype(unittest.TestCase):
         self.assertTrue(bool((std > 0.4).all() and (std < 2.5).all()))
 
 
-class WrittenOnce(unittest.TestCase):
-    """A floating input is written in its own dtype by the scaling itself, never made in float32
-    and cast afterwards (one pass less over a graded input of a GB, made for every timed call),
-    and its values are bit for bit what the float32-then-cast recipe gives: the product rounds
-    to float32, then to the dtype, either way."""
-
-    @staticmethod
-    def float32_then_cast(shape, seed, name, dtype, hint=None):
-        g = inputs._gen(inputs._mix(seed, name), "cpu")
-        if hint is not None:
-            lo, hi = hint
-            return (torch.rand(shape, generator=g) * (hi - lo) + lo).to(dtype)
-        x = torch.randn(shape, generator=g, dtype=torch.float32)
-        rows = math.prod(shape[:-1])
-        f = torch.rand(rows, generator=g) * 2 - 1
-        return x.reshape(rows, shape[-1]).mul_(torch.exp2(f).unsqueeze(1)).reshape(shape).to(dtype)
-
-    def test_bit_identical_to_float32_then_cast(self):
-        for d in ("bfloat16", "float16", "float32", "float64"):
-            for shape in ((7, 33), (3, 5, 129), (1, 1)):
-                with self.subTest(dtype=d, shape=shape):
-                    t = task_with([{"name": "x", "shape": ["R", "C"] if len(shape) == 2 else ["R", "S", "C"], "dtype": d}],
-                                  dims=("R", "C") if len(shape) == 2 else ("R", "S", "C"))
-                    dims = dict(zip(("R", "C") if len(shape) == 2 else ("R", "S", "C"), shape))
-                    got = inputs.make_inputs(t, dims, 99)[0]
-                    want = self.float32_then_cast(shape, 99, "x", dtypes.torch_dtype(d))
-                    self.assertEqual(got.dtype, want.dtype)
-                    self.assertTrue(torch.equal(got.view(-1), want.view(-1)), d)
-
-    def test_the_gpus_one_pass_scaling_is_bit_identical_to_the_cpus(self):
-        # _scaled(fused=True) is the GPU's path; run here on the CPU's tensors it must agree
-        # with the scale-then-cast the CPU takes, bit for bit, in every floating dtype.
-        g = torch.Generator().manual_seed(3)
-        x = torch.randn(64, 257, generator=g) * 1e3
-        scale = torch.exp2(torch.rand(64, generator=g) * 2 - 1).unsqueeze(1)
-        for d in (torch.bfloat16, torch.float16, torch.float64):
-            with self.subTest(dtype=d):
-                fused = inputs._scaled(x.clone(), scale, d, fused=True)
-                cast = inputs._scaled(x.clone(), scale, d, fused=False)
-                self.assertEqual(fused.dtype, d)
-                self.assertTrue(torch.equal(fused, cast))
-
-    def test_a_range_hint_is_bit_identical_too(self):
-        t = task_with([{"name": "x", "shape": ["R", "C"], "dtype": "bfloat16", "meaning": "values in [-3.5, 2.0)"}])
-        got = inputs.make_inputs(t, {"R": 9, "C": 70}, 5)[0]
-        if inputs._range_hint(t.inputs[0], {"R": 9, "C": 70}) is None:
-            self.skipTest("this wording is not a range hint")
-        want = self.float32_then_cast((9, 70), 5, "x", torch.bfloat16, hint=(-3.5, 2.0))
-        self.assertTrue(torch.equal(got, want))
-
-
 class Seeds(unittest.TestCase):
     def test_same_seed_same_inputs_other_seed_other_inputs(self):
         t = task_with([{"name": "x", "shape": ["R", "C"], "dtype": "bfloat16"}])
