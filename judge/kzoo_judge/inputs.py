@@ -54,23 +54,7 @@ def _gen(seed, device):
     return g
 
 
-def _row_scaled_normal(shape, g, device, dtype=torch.float32):
-    """Standard normal values, each row scaled by 2^u, u uniform in [-1, 1), in `dtype`.
-
-    On a GPU a 16-bit input is drawn in its own dtype and scaled in place. Why: the judge makes a
-    fresh set for every timed call and again for each compared call's reference, and a 1.07 GB
-    bf16 set drawn in float32, scaled and cast took 3.6 ms on an H200, of which the draw itself
-    1.3 ms (scripts/gpu/inputs_probe.py): 2.1 s of a 15.9 s softmax grade. Drawn in bf16 it moves
-    a third of the bytes. The values are the same distribution rounded once more (to the dtype
-    before the scaling as well as after), not the same bits as the float32 recipe's; the CPU keeps
-    that recipe, which torch 1.13 runs 2x faster there than a bf16 draw."""
-    if _draw_in(device, dtype):
-        x = torch.randn(shape, generator=g, device=device, dtype=dtype)
-        if len(shape) >= 2 and x.numel() > 0:
-            rows = x.numel() // shape[-1]
-            f = torch.rand(rows, generator=g, device=device) * 2 - 1
-            x.view(rows, shape[-1]).mul_(torch.exp2(f).unsqueeze(1))
-        return x
+def _row_scaled_normal(shape, g, device):
     x = torch.randn(shape, generator=g, device=device, dtype=torch.float32)
     if len(shape) >= 2 and x.numel() > 0:
         rows = 1
@@ -78,12 +62,7 @@ def _row_scaled_normal(shape, g, device, dtype=torch.float32):
             rows *= s
         f = torch.rand(rows, generator=g, device=device) * 2 - 1
         x = x.reshape(rows, shape[-1]).mul_(torch.exp2(f).unsqueeze(1)).reshape(shape)
-    return x.to(dtype)
-
-
-def _draw_in(device, dtype):
-    """Whether _row_scaled_normal draws in `dtype` itself (its docstring says why)."""
-    return torch.device(device).type == "cuda" and dtype in (torch.bfloat16, torch.float16)
+    return x
 
 
 def _range_hint(spec, dims):
@@ -186,7 +165,7 @@ def make_inputs(task, dims, seed, device="cpu"):
         elif dtypes.is_float8(spec.dtype):
             made[spec.name] = dtypes.from_float(_floats(spec, shape, dims, g, device), spec.dtype)
         elif dtypes.is_floating(spec.dtype):
-            made[spec.name] = _floats(spec, shape, dims, g, device, dtypes.torch_dtype(spec.dtype))
+            made[spec.name] = _floats(spec, shape, dims, g, device).to(dtypes.torch_dtype(spec.dtype))
         elif spec.dtype == "bool":
             made[spec.name] = torch.rand(shape, generator=g, device=device) < 0.5
         else:
@@ -194,12 +173,12 @@ def make_inputs(task, dims, seed, device="cpu"):
     return [made[s.name] for s in task.inputs]
 
 
-def _floats(spec, shape, dims, g, device, dtype=torch.float32):
+def _floats(spec, shape, dims, g, device):
     hint = _range_hint(spec, dims)
     if hint is not None:
         lo, hi, _ = hint
-        return (torch.rand(shape, generator=g, device=device) * (hi - lo) + lo).to(dtype)
-    return _row_scaled_normal(shape, g, device, dtype)
+        return torch.rand(shape, generator=g, device=device) * (hi - lo) + lo
+    return _row_scaled_normal(shape, g, device)
 
 
 def _mix(seed, name):

@@ -85,46 +85,6 @@ class EveryDtype(unittest.TestCase):
         self.assertTrue(bool((std > 0.4).all() and (std < 2.5).all()))
 
 
-class DrawnInTheirDtype(unittest.TestCase):
-    """On a GPU a 16-bit floating input is drawn in its own dtype and scaled in place (one third
-    of the bytes of a float32 draw, scale and cast); checked here by taking that branch on the
-    CPU: the same rows scaled by the same 2^u, the same distribution, reproducible from the seed."""
-
-    def draw(self, seed, dtype, shape=(256, 1024)):
-        real = inputs._draw_in
-        inputs._draw_in = lambda device, dt: True
-        try:
-            return inputs._row_scaled_normal(shape, inputs._gen(seed, "cpu"), "cpu", dtype)
-        finally:
-            inputs._draw_in = real
-
-    def test_the_dtype_the_shape_and_the_seed(self):
-        for dt in (torch.bfloat16, torch.float16):
-            with self.subTest(dtype=dt):
-                a, b, c = self.draw(5, dt), self.draw(5, dt), self.draw(6, dt)
-                self.assertEqual((a.dtype, tuple(a.shape)), (dt, (256, 1024)))
-                self.assertTrue(torch.equal(a, b))
-                self.assertFalse(torch.equal(a, c))
-                self.assertTrue(bool(torch.isfinite(a).all()))
-
-    def test_the_same_distribution_as_the_float32_recipe(self):
-        fast = self.draw(9, torch.bfloat16).float()
-        slow = inputs._row_scaled_normal((256, 1024), inputs._gen(9, "cpu"), "cpu", torch.bfloat16).float()
-        for x in (fast, slow):
-            self.assertLess(abs(float(x.mean())), 0.02)
-            rows = x.std(dim=1)
-            # each row's spread is its 2^u, u in [-1, 1): within [0.5, 2] up to sampling noise
-            self.assertGreater(float(rows.min()), 0.45)
-            self.assertLess(float(rows.max()), 2.2)
-        self.assertAlmostEqual(float(fast.std()), float(slow.std()), delta=0.06)
-
-    def test_only_16_bit_dtypes_on_a_gpu_take_it(self):
-        self.assertTrue(inputs._draw_in("cuda", torch.bfloat16))
-        self.assertTrue(inputs._draw_in("cuda:0", torch.float16))
-        self.assertFalse(inputs._draw_in("cuda", torch.float32))
-        self.assertFalse(inputs._draw_in("cpu", torch.bfloat16))
-
-
 class Seeds(unittest.TestCase):
     def test_same_seed_same_inputs_other_seed_other_inputs(self):
         t = task_with([{"name": "x", "shape": ["R", "C"], "dtype": "bfloat16"}])
