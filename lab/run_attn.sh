@@ -2,11 +2,10 @@
 # Issue 19's lab bench on the H200: catalog_helper.py lab for both attention tasks, decode first,
 # in one 168 s budget (Triton builds included). Each run checks every correctness and graded shape
 # against the comparator and the board's elementwise bound, then times every graded shape beside
-# the task's eager package. No round-6 candidate yet: the solutions alone (round 5's decode, `btnext`
-# with `vh16`; prefill's), a drift reference. A candidate goes in as another source after the
-# solution's (round 5's line was `run decode 45 "$DEC" "$DSOL" "$LAB/paged-attention-decode/vh16"`;
-# its candidates are at fccccce^:lab/), one process per group of candidates so that a fault or a
-# hang in one cannot take the others' figures with it.
+# the task's eager package. Round 6 (decode): `decode` = the solution (round 5's vh16) + f8qk2 (fp8
+# wgmma Q K^T with a register cap), `decode_split` = the solution + split (its programs target
+# swept), two processes so that a fault or hang in the wgmma kernel keeps split's figures; each
+# repeats the solution as its drift reference. Round 5's candidates are at fccccce:lab/.
 # Each run gets a hard timeout and a --deadline-s 7 s inside it (no new work after that).
 # Output under "${OUT:-/tmp/out}/attn/": <run>.jsonl (stdout JSON lines), <run>.stderr,
 # <run>_sweep.jsonl (the sweeps' lines), rc.txt (exit status, timeout and wall seconds of each run).
@@ -41,6 +40,7 @@ run() {  # run NAME WANT_S TASK_DIR SRC...
 }
 
 DSOL="$SOL/paged_decode/fp8/paged_attention_decode_eager/src"
-run decode 45 "$DEC" "$DSOL"
+run decode 45 "$DEC" "$DSOL" "$LAB/paged-attention-decode/f8qk2"
+run decode_split $(( 105 - ($(date +%s) - START) )) "$DEC" "$DSOL" "$LAB/paged-attention-decode/split"
 run prefill "$BUDGET" "$PRE" "$SOL/flash_prefill/bf16/flash_attention_prefill_eager/src"
 cat "$DIR/rc.txt"

@@ -28,6 +28,7 @@ on, no block-table index at or past cdiv(n, 16) read unmasked (the step-ahead pr
 no K/V slot past the cache, chunk a multiple of BLOCK_N, the merge's SP >= splits.
 
 usage: /usr/bin/python3 lab/paged-attention-decode/emulate.py [--quick]
+(round 6: solution, f8qk2, split; logs emulate_r5.txt (round 5's set) and emulate_r6.txt)
 (torch on CPU; from the repository root; --quick skips the graded-shape slices)
 """
 import importlib.util
@@ -254,13 +255,14 @@ def main():
     specs = reference.expected_specs(task)
     _, w = task.workload(None)
     print("e4m3(): all %d distinct finite e4m3 values are fixed points; 200000 random values round to a nearest one" % check_e4m3())
-    # Round 5's candidates, the solution, and the single-fp8-q diagnostic.
-    f8qk = load(os.path.join(HERE, "f8qk/paged_attention_decode.py"))
+    # Round 6's candidates (round 5's are at fccccce:lab/paged-attention-decode/), the solution, and
+    # the single-fp8-q diagnostic. f8qk2's kernel is round 5's f8v16 (the "f8qk" form); split's is
+    # the solution's, its TARGETS swept.
+    f8qk2 = load(os.path.join(HERE, "f8qk2/paged_attention_decode.py"))
     variants = [("solution", "next", solution_shim()),
-                ("f8qk", "f8qk", f8qk),
-                ("vh16", "next", load(os.path.join(HERE, "vh16/paged_attention_decode.py"))),
-                ("f8v16", "f8qk", load(os.path.join(HERE, "f8v16/paged_attention_decode.py")))]
-    diag = [("f8q1 (one fp8 q)", "f8q1", f8qk)]
+                ("f8qk2", "f8qk", f8qk2),
+                ("split", "next", load(os.path.join(HERE, "split/paged_attention_decode.py")))]
+    diag = [("f8q1 (one fp8 q)", "f8q1", f8qk2)]
 
     # 1. Tiling at every correctness, measure and graded shape, full size.
     tiles = [list(s) for s in w["correctness"] + w["measure"] + w["graded"]] + [
@@ -281,8 +283,11 @@ def main():
         line = []
         for name, _form, mod in variants:
             for cfg in sorted(set(mod.CONFIGS) | {mod.DEFAULT}):
-                splits, chunk = mod._splits(dims[0], dims[2], tr.cdiv(dims[4], 16) * 16, cfg[0], mod.TARGET_PROGRAMS)
-                line.append("%s%s: %d x %d tok (%d programs)" % (name, list(cfg), splits, chunk, dims[0] * dims[2] * splits))
+                for target in [mod.TARGET_PROGRAMS] + list(mod.TARGETS):
+                    splits, chunk = mod._splits(dims[0], dims[2], tr.cdiv(dims[4], 16) * 16, cfg[0], target)
+                    line.append("%s%s@%d: %d x %d tok (%d programs, MIN_CHUNK binds: %s)" % (
+                        name, list(cfg), target, splits, chunk, dims[0] * dims[2] * splits,
+                        tr.cdiv(target, dims[0] * dims[2]) > tr.cdiv(tr.cdiv(dims[4], 16) * 16, mod.MIN_CHUNK)))
         print("graded", dims, "; ".join(sorted(set(line))))
 
     # 2. Numerics: correctness + measure shapes, edges, and a slice of each graded shape (2 of its

@@ -16,7 +16,7 @@
 #   (256,8,1,128,32768):  1024 -> 4 splits 1.94 waves; 1536 -> 6, 2.91; 2048 (now) -> 8, 3.88;
 #                         3072 -> 12, 5.82; 4096 -> 16, 7.76.
 # MIN_CHUNK (512) binds only where longest / splits < 512; the smallest graded chunk swept is
-# 2816 tokens, so MIN_CHUNK changes nothing at a graded shape and is not swept (emulate.py's
+# 2048 tokens, so MIN_CHUNK changes nothing at a graded shape and is not swept (emulate.py's
 # graded lines). Expected: at shapes 0 and 2 the 1024 target (one split at shape 0: no merge
 # partials beyond one) gains 1-3% if the fixed cost is the 3-5 us end of round 4's fit, loses
 # ~1-2% if the tail of the 1.94-wave grid dominates; shape 1 can only keep 2048 or lose.
