@@ -128,6 +128,33 @@ try:
     d = json.load(open(sys.argv[1])); v = d.get("verdict") or {}
     print(v.get("geomean_speedup", "?"), "|", (v.get("summary") or "; ".join(d.get("reasons") or []))[:240])
 except Exception as e: print("? | no JSON:", e)' "$1"; }
+# Where a submission's seconds went: its job's queue wait and run (the submission's JSON), and the
+# judge's own phases from the job's log (GET /api/jobs/ID/log, saved as LOGS/job_NAME.log).
+jobtimes() {  # jobtimes NAME JSON
+  local id
+  id=$("$PY" -c 'import json,sys
+try: print(json.load(open(sys.argv[1]))["jobs"][-1]["id"])
+except Exception: print("")' "$2")
+  [ -n "$id" ] && curl -fsS -H "Authorization: Bearer $KZOO_TOKEN" "$KZOO_SERVER/api/jobs/$id/log" > "$LOGS/job_$1.log" 2>/dev/null
+  "$PY" - "$2" "$LOGS/job_$1.log" <<'PYEOF'
+import datetime, json, sys
+def t(s):
+    return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() if s else None
+try:
+    j = json.load(open(sys.argv[1]))["jobs"][-1]
+    c, s, f = t(j.get("created_at")), t(j.get("started_at")), t(j.get("finished_at"))
+    out = "queued %.1f s, ran %.1f s" % (s - c, f - s) if None not in (c, s, f) else "no job times"
+except Exception as e:  # noqa: BLE001
+    out = "no job times (%s)" % e
+try:
+    lines = [l.split("time:", 1)[1].strip() for l in open(sys.argv[2], errors="replace") if "kzoo-judge: time:" in l]
+    if lines:
+        out += " | judge " + lines[-1][:300]
+except OSError:
+    pass
+print(out)
+PYEOF
+}
 first=$(head -1 <<< "$samples"); kid0=$(awk '{print $2}' <<< "$first")
 if step identical; then
 t0=$(now)
@@ -135,7 +162,8 @@ timeout "${SUBMIT_TIMEOUT:-200}" "$K" submit "catalog/kernel_data/$kid0" --submi
   --summary "accept.sh: the eager source itself (identical code)" --json > "$LOGS/submit_identical.json" 2> "$LOGS/submit_identical.err"
 rc=$?
 g=$(geomean "$LOGS/submit_identical.json")
-row "service: submit the eager source itself (identical)" rejected "$(verdict $rc)" "$(since "$t0")" "geomean speedup $g"
+row "service: submit the eager source itself (identical)" rejected "$(verdict $rc)" "$(since "$t0")" \
+  "geomean speedup $g | $(jobtimes identical "$LOGS/submit_identical.json")"
 row "identical code: A/B geomean within 1% of 1.0x" yes \
   "$(awk -v g="${g%% *}" 'BEGIN { print (g + 0 > 0.99 && g + 0 < 1.01) ? "yes" : "no" }')" 0 "${g%% *}"
 fi
@@ -149,7 +177,7 @@ while read -r file kid module vs; do
   rc=$?
   took=$(since "$t0")
   row "service: submit ${file%.py} (worker --device cuda)" "$want" "$(verdict $rc)" "$took" \
-    "geomean speedup $(geomean "$LOGS/submit_${file%.py}.json")"
+    "geomean speedup $(geomean "$LOGS/submit_${file%.py}.json") | $(jobtimes "${file%.py}" "$LOGS/submit_${file%.py}.json")"
   [ "$want" = accepted ] && row "service: upload to A/B verdict within 20 s" yes \
     "$(awk -v t="$took" 'BEGIN { print (t + 0 <= 20) ? "yes" : "no" }')" "$took" "${file%.py}"
 done <<< "$samples"
