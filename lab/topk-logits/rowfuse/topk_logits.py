@@ -37,7 +37,7 @@
 # Risk: the fused sort's registers lower pass 1's occupancy (round 4's one-warp fused kernel
 # lost at one segment: one warp streamed 32768 columns then sorted alone; here 4 warps).
 #
-# -------- the solution's header (unchanged where it applies) --------
+# -------- the solution's header (its _select and _merge are _topk_row's pass 1 and pass 2 here) --------
 # Exact top-50 per row in Triton: one pass over HBM and no sort in the hot loop.
 #
 # Pass 1 (_select), one program per (row, segment of at most SEGMAX columns):
