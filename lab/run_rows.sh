@@ -11,7 +11,8 @@
 # layernorm 46 s, rmsnorm-residual 44 s (round 3 took 100 s for 3 + 4 + 4 sources; round 4's
 # layernorm 19 s for 3 sources, rmsnorm 10 s for 1).
 # Round 5 (lab/<task>/NOTES.md, "Round 5"): layernorm's pipe and lean, rmsnorm-residual's
-# persist, pipe and lean, each beside its solution.
+# persist, pipe and lean, each beside its solution. Round 6: topk-logits' rowfuse beside its
+# solution (two sources in the 80 s slot, as round 3 ran three).
 set -u
 PY="${KZOO_PYTHON:-python3}"
 O="${OUT:-/tmp/out}/rows"
@@ -23,9 +24,11 @@ t0=$(date +%s)
 : >"$O/summary.txt"
 
 # 1. topk-logits: the solution (round 4's fused kernel at V > 32768, the atomic-slot one at
-#    one segment a row).
+#    one segment a row), then round 6's rowfuse (lab/topk-logits/NOTES.md, "Round 6": pass 2
+#    fused into pass 1's program at one segment a row). The solution first, so that a
+#    deadline stop loses the candidate, not the reference.
 timeout -k 3 80 "$PY" scripts/gpu/catalog_helper.py lab $T/topk-logits \
-  $S/sampling/topk/fp32/topk_logits_eager/src \
+  $S/sampling/topk/fp32/topk_logits_eager/src $L/topk-logits/rowfuse \
   --calls 20 --seeds 2 --deadline-s 68 >"$O/topk-logits.jsonl" 2>"$O/topk-logits.err"
 echo "topk-logits rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 
