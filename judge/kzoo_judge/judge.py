@@ -232,14 +232,19 @@ class Judge:
 
     def _calibrate_floors(self, child, dims, key, trivial, out_slot, floors):
         """The tail floors after judge-owned calls that keep the device busy as long as graded
-        calls do (timing.TailFloors), each made like a timed call: fresh inputs made by the
-        judge just before it, handed over, then the call."""
+        calls do (timing.TailFloors), each made like a timed call: a fresh input set allocated
+        by the judge just before it, handed over, then the call. Fresh allocations, not fresh
+        values: the trivial call never reads its inputs, and drawing 48 random sets a shape
+        (3.6 ms each for softmax's 1.07 GB, scripts/gpu/inputs_probe.py) cost 0.5 s of every
+        GPU grade. One set is drawn for its shapes and dtypes; each call gets new tensors like it."""
+        with self.phases("inputs"):
+            template = inputs.make_inputs(self.task, dims, self.secret.derive("floor", key), self.device)
         for level in timing.FLOOR_LEVELS_US:
             opts = dict(trivial, sleep_cycles=int(level * child.sleep_rate))
 
-            def make_set(k, level=level):
+            def make_set(k):
                 with self.phases("inputs"):
-                    return inputs.make_inputs(self.task, dims, self.secret.derive("floor", key, level, k), self.device)
+                    return [torch.empty_like(t) for t in template]
             try:
                 _, stream, tails, _, _ = self._one_by_one(child, timing.FLOOR_CALLS, make_set, out_slot, "trivial", opts)
             except CaseFailure as e:

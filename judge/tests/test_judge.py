@@ -516,3 +516,39 @@ class Bound(unittest.TestCase):
         self.assertIn("index [0, 0]", c["message"])
         self.assertIn("at shape", c["message"])
         self.assertEqual(c["guardrails"]["correctness_atol"], 0.01)
+
+
+class FloorCalibrationInputs(unittest.TestCase):
+    """Judge._calibrate_floors (GPU only in a run, driven here with the CPU's tensors): every
+    floor call gets a fresh input set of the task's shapes and dtypes, allocated for it, and only
+    one set a shape is drawn from the generator (drawing each cost 0.5 s of a GPU grade)."""
+
+    def test_each_call_gets_fresh_tensors_and_one_set_is_drawn(self):
+        from types import SimpleNamespace
+        from kzoo_judge import timing
+        from kzoo_judge.judge import Judge
+        task = taskmod.Task(h.softmax_task())
+        dims = {"R": 8, "C": 16}
+        handed = []
+
+        def one_by_one(child, n, make_set, out_slot, go, opts):
+            sets = [make_set(k) for k in range(n)]
+            handed.extend(sets)
+            return sets, [1000] * n, [10] * n, [], 0
+        stub = SimpleNamespace(task=task, device="cpu", secret=inputs.Secret(b"k" * 32),
+                               phases=timing.Phases(None), _one_by_one=one_by_one,
+                               _check_tails=Judge._check_tails)
+        drawn = []
+        real = inputs.make_inputs
+        inputs.make_inputs = lambda *a, **k: drawn.append(a) or real(*a, **k)
+        try:
+            Judge._calibrate_floors(stub, SimpleNamespace(sleep_rate=1.0), dims, "key", {}, 0, timing.TailFloors())
+        finally:
+            inputs.make_inputs = real
+        self.assertEqual(len(drawn), 1)
+        self.assertEqual(len(handed), len(timing.FLOOR_LEVELS_US) * timing.FLOOR_CALLS)
+        want = real(task, dims, 0, "cpu")
+        for st in handed:
+            self.assertEqual([(tuple(t.shape), t.dtype) for t in st], [(tuple(t.shape), t.dtype) for t in want])
+        ptrs = [t.data_ptr() for st in handed for t in st]
+        self.assertEqual(len(set(ptrs)), len(ptrs), "every call's tensors are its own allocation")
