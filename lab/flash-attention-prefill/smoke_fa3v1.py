@@ -1,7 +1,7 @@
 # Device smoke test of fa3v1: python3 lab/flash-attention-prefill/smoke_fa3v1.py [VARIANT_DIR] [timing]
 # (from the repository root). Correctness against the task's reference at every correctness
 # shape and a few ragged / block-boundary ones (relative Frobenius <= 0.02, the task's
-# comparator, and the elementwise bound 0.02 + 0.02|ref| as a tighter local check), then, with
+# comparator, and the board's elementwise bound 0.01 + 0.01|ref|), then, with
 # "timing", CUDA-event timing at the graded shapes beside torch SDPA (causal). One line a check.
 import importlib.util
 import json
@@ -12,7 +12,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-src = sys.argv[1] if len(sys.argv) > 1 else "lab/flash-attention-prefill/fa3v1/src"
+src = sys.argv[1] if len(sys.argv) > 1 else "lab/flash-attention-prefill/fa3v1"
 t0 = time.time()
 spec = importlib.util.spec_from_file_location("fa3v1_flash_attention", os.path.join(src, "flash_attention.py"))
 m = importlib.util.module_from_spec(spec)
@@ -38,7 +38,7 @@ for shp in shapes:
     torch.cuda.synchronize()
     r = ref(q, k, v).float()
     rel = ((o - r).norm() / r.norm()).item()
-    ratio = ((o - r).abs() / (0.02 + 0.02 * r.abs())).max().item()
+    ratio = ((o - r).abs() / (0.01 + 0.01 * r.abs())).max().item()
     finite = bool(torch.isfinite(o).all())
     ok = finite and rel <= 0.02 and ratio <= 1
     fails += not ok
