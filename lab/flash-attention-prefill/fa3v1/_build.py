@@ -28,14 +28,15 @@ def _nvcc():
     return shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 
 
-def flags(stages128, stages64):
+def flags(stages128, stages64, pingpong):
     return ["-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-lineinfo", "-shared",
-            "-Xcompiler", "-fPIC", "-DKZOO_STAGES128=%d" % stages128, "-DKZOO_STAGES64=%d" % stages64]
+            "-Xcompiler", "-fPIC", "-DKZOO_STAGES128=%d" % stages128, "-DKZOO_STAGES64=%d" % stages64,
+            "-DKZOO_PINGPONG=%d" % pingpong]
 
 
-def load(stages128, stages64):
+def load(stages128, stages64, pingpong):
     """The built library, its entry points typed."""
-    fl = flags(stages128, stages64)
+    fl = flags(stages128, stages64, pingpong)
     with open(SOURCE, "rb") as f:
         digest = hashlib.sha256(f.read() + " ".join(fl).encode()).hexdigest()[:16]
     root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions")

@@ -29,6 +29,12 @@
 #ifndef KZOO_STAGES64
 #define KZOO_STAGES64 4
 #endif
+// FA3's ping-pong between the two consumer warpgroups (named barriers 1 and 2): a warpgroup
+// issues its loop step's two GEMMs only after the other one issued its own, so one's GEMMs run
+// on the tensor cores while the other does its softmax. 0: both issue freely.
+#ifndef KZOO_PINGPONG
+#define KZOO_PINGPONG 1
+#endif
 
 namespace {
 
@@ -85,6 +91,15 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr, uint32_t lbo, uin
   return (uint64_t)((saddr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) |
          ((uint64_t)1 << 62);
 }
+#if KZOO_PINGPONG
+// Named barriers (bar 0 is __syncthreads'): `count` threads in all, the arrivers' and the syncers'.
+__device__ __forceinline__ void named_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+#endif
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
@@ -279,6 +294,13 @@ fa3_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ 
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
 
   mbar_wait(bar_q, 0);
+#if KZOO_PINGPONG
+  // Ping-pong: warpgroup 0 issues first. Counts: each warpgroup syncs once per loop step
+  // (nkb - 1 times) on its barrier (1 + cw); warpgroup 0 arrives on 2 after each of its steps
+  // (nkb - 1), warpgroup 1 on 1 once here and after each step but its last (1 + nkb - 2): every
+  // phase completes and none is left open at exit (hence no arrival at all when nkb == 1).
+  if (cw == 1 && nkb > 1) named_arrive(1, 256);
+#endif
   // Prologue: S_0 and its softmax.
   mbar_wait(bar_k, 0);
   wg_fence();
@@ -295,11 +317,17 @@ fa3_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ 
     // two issues (ptxas otherwise injects a warpgroup.arrive before the second, C7519).
     mbar_wait(bar_k + 8 * st, (j / S) & 1);
     mbar_wait(bar_v + 8 * sp, ((j - 1) / S) & 1);
+#if KZOO_PINGPONG
+    named_sync(1 + cw, 256);
+#endif
     wg_fence();
     issue_s<D>(s, q, sK + st * C::TILE);
     wg_commit();
     issue_pv<D>(o, p, sV + sp * C::TILE);
     wg_commit();
+#if KZOO_PINGPONG
+    if (cw == 0 || j < nkb - 1) named_arrive(2 - cw, 256);
+#endif
     wg_wait<1>();  // S_j complete; P_{j-1} V_{j-1} may still run
     reg_fence(s);
     softmax_block(s, mx, l, fac, j == nkb - 1, row0, j * BN + 2 * (lane % 4), sl2);
@@ -397,8 +425,9 @@ extern "C" int kzoo_fa3_prefill(const void* q, const void* k, const void* v, voi
   return -2;
 }
 
-extern "C" int kzoo_fa3_config(int* stages128, int* stages64) {
+extern "C" int kzoo_fa3_config(int* stages128, int* stages64, int* pingpong) {
   *stages128 = Cfg<128>::STAGES;
   *stages64 = Cfg<64>::STAGES;
+  *pingpong = KZOO_PINGPONG;
   return 0;
 }

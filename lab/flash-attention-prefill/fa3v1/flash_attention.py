@@ -19,6 +19,9 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 STAGES128 = 2  # K+V stages of 64 KiB at D = 128 (Q 32 KiB): 160 KiB
 STAGES64 = 4   # 32 KiB stages at D = 64 (Q 16 KiB): 144 KiB
+# FA3's ping-pong of the two consumer warpgroups (named barriers); KZOO_FA3_PINGPONG=0 in the
+# environment builds the variant without it (the smoke test times both).
+PINGPONG = int(os.environ.get("KZOO_FA3_PINGPONG", "1"))
 
 
 def _load_build():
@@ -31,7 +34,7 @@ def _load_build():
 
 
 _build = _load_build()
-_lib = _build.load(STAGES128, STAGES64)
+_lib = _build.load(STAGES128, STAGES64, PINGPONG)
 
 
 def _reference(q, k, v):
