@@ -1,4 +1,4 @@
-# CPU model of fa3v1 (fa3v1/src/fa3_sm90.cu), run with python3 (CPU torch 1.13): python3 emulate_fa3v1.py
+# CPU model of fa3v1 (fa3v1/fa3_sm90.cu), run with /usr/bin/python3 (CPU torch 1.13): /usr/bin/python3 emulate_fa3v1.py
 #
 # What it models, as the kernel does it:
 #  - the grid: one CTA per (128-query block mb, batch x head), query blocks issued heaviest first;
@@ -11,6 +11,7 @@
 #  - the online softmax in the kernel's order: S_j's max and exp2 (x*sl2 - m*sl2) happen before
 #    O (holding P_{j-1} V_{j-1}) is rescaled; l = l*fac + partial sum; P rounded to bf16 through
 #    to_p()'s packing, unpacked by the wgmma A-fragment layout (independent code), O += P V in fp32;
+#  - the ping-pong named barriers (counts, initial arrive, no open phase at exit, alternation);
 #  - the TMA ring's mbarrier protocol (full K, full V, empty) for 2 and 4 stages, under random
 #    interleavings of the producer thread and the 8 consumer warps: no deadlock, and each
 #    consumer read sees the tile of the block it expects.
@@ -251,6 +252,58 @@ def ring_protocol(nkb, S, seed, flip=1, empty_count=8):
     return False
 
 
+# ---- the ping-pong's named barriers (bar.sync / bar.arrive, 256 threads: 128 + 128) ----
+def pingpong_protocol(nkb, seed, init=True, skip_last=True):
+    """Each warpgroup: [init arrive] then nkb - 1 loop steps (sync own barrier, issue, arrive
+    other's). True when both finish, no barrier is left with a partial phase, and the issues
+    alternate 0, 1, 0, 1, ..."""
+    rng = random.Random(seed)
+    arrived = {1: 0, 2: 0}   # threads arrived in the open phase (warpgroups: 128 each)
+    waiting = {1: False, 2: False}
+    issues = []
+    pc = [0, 0]              # step index per warpgroup; -1: before the init
+    state = ["init", "init"]
+
+    def bar_arrive(b):
+        arrived[b] += 128
+        assert arrived[b] <= 256, "a second arrival in one phase"
+
+    def step(cw):
+        own, other = 1 + cw, 2 - cw
+        if state[cw] == "init":
+            if cw == 1 and nkb > 1 and init:
+                bar_arrive(1)
+            state[cw] = "loop" if nkb > 1 else "done"
+            return True
+        if state[cw] == "loop":
+            if not waiting[own]:
+                arrived[own] += 128  # bar.sync arrives, then waits for the phase
+                waiting[own] = True
+            if arrived[own] < 256:
+                return False
+            arrived[own] -= 256
+            waiting[own] = False
+            issues.append(cw)
+            j = pc[cw] + 1
+            if cw == 0 or j < nkb - 1 or not skip_last:
+                bar_arrive(other)
+            pc[cw] += 1
+            if pc[cw] == nkb - 1:
+                state[cw] = "done"
+            return True
+        return False
+
+    for _ in range(10000):
+        if state == ["done", "done"]:
+            ok_alt = issues == [i % 2 for i in range(len(issues))]
+            return ok_alt and arrived == {1: 0, 2: 0}
+        order = [0, 1]
+        rng.shuffle(order)
+        if not any(step(c) for c in order):
+            return False
+    return False
+
+
 def main():
     torch.manual_seed(0)
     fails = 0
@@ -298,6 +351,19 @@ def main():
                 caught += 1
         fails += caught == 0
         print("wrong protocol '%s': %d/20 interleavings fail %s" % (name, caught, "caught" if caught else "NOT CAUGHT"), flush=True)
+    for nkb in (1, 2, 3, 8, 33):
+        ok = all(pingpong_protocol(nkb, seed) for seed in range(20))
+        fails += not ok
+        print("ping-pong key blocks %d: 20 interleavings %s" % (nkb, "ok" if ok else "FAIL"), flush=True)
+    for name, kw in (("no initial arrive", dict(init=False)), ("warpgroup 1 arrives after its last step", dict(skip_last=False))):
+        bad = 0
+        for seed in range(20):
+            try:
+                bad += not pingpong_protocol(5, seed, **kw)
+            except AssertionError:
+                bad += 1
+        fails += bad == 0
+        print("wrong ping-pong '%s': %d/20 interleavings fail %s" % (name, bad, "caught" if bad else "NOT CAUGHT"), flush=True)
     print("failures: %d" % fails)
     return 1 if fails else 0
 
