@@ -12,7 +12,7 @@
 #    O (holding P_{j-1} V_{j-1}) is rescaled; l = l*fac + partial sum; P rounded to bf16 through
 #    to_p()'s packing, unpacked by the wgmma A-fragment layout (independent code), O += P V in fp32;
 #  - the ping-pong named barriers (counts, initial arrive, no open phase at exit, alternation);
-#  - the TMA ring's mbarrier protocol (full K, full V, empty) for 2 and 4 stages, under random
+#  - the TMA ring's mbarrier protocol (full K, full V, empty) for 2, 3 and 4 stages, under random
 #    interleavings of the producer thread and the 8 consumer warps: no deadlock, and each
 #    consumer read sees the tile of the block it expects.
 # Not modelled: wgmma's internal accumulation order and rounding, ex2.approx's error, the
@@ -336,7 +336,7 @@ def main():
         lines.append("wrong variant '%s': relfro %.2e %s" % (name, e, "caught" if caught else "NOT CAUGHT"))
         print(lines[-1], flush=True)
     # The ring protocol.
-    for S in (2, 4):
+    for S in (2, 3, 4):
         for nkb in (1, 2, 3, 5, 9, 32):
             ok = all(ring_protocol(nkb, S, seed) for seed in range(20))
             fails += not ok
