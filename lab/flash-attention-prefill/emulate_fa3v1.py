@@ -12,7 +12,8 @@
 #    O (holding P_{j-1} V_{j-1}) is rescaled; l = l*fac + partial sum; P rounded to bf16 through
 #    to_p()'s packing, unpacked by the wgmma A-fragment layout (independent code), O += P V in fp32;
 #  - the ping-pong named barriers (counts, initial arrive, no open phase at exit, alternation);
-#  - the TMA ring's mbarrier protocol (full K, full V, empty) for 2, 3 and 4 stages, under random
+#  - the TMA ring's mbarrier protocol (full K, full V, empty; Q full / Q empty per tile) for 2, 3
+#    and 4 stages, one tile and the persistent walk's tile sequences, under random
 #    interleavings of the producer thread and the 8 consumer warps: no deadlock, and each
 #    consumer read sees the tile of the block it expects.
 # Not modelled: wgmma's internal accumulation order and rounding, ex2.approx's error, the
@@ -176,74 +177,111 @@ class Bar:
         return self.phase != parity
 
 
-def ring_protocol(nkb, S, seed, flip=1, empty_count=8):
+def ring_protocol(nkbs, S, seed, flip=1, empty_count=8, q_release=True):
+    """One CTA walking tiles with nkbs[i] key blocks each (the persistent walk; one tile = the
+    default grid). Stage uses counted across tiles (u = it + j), Q full / Q empty flipping once
+    per tile. True when every warp finishes; asserts that each read sees the expected tile."""
+    if isinstance(nkbs, int):
+        nkbs = [nkbs]
     rng = random.Random(seed)
     full_k = [Bar(1) for _ in range(S)]
     full_v = [Bar(1) for _ in range(S)]
     empty = [Bar(empty_count) for _ in range(S)]
-    # A fresh barrier: phase 0 in progress; parity 1 "completed" (the producer's first pass).
-    content = [None] * S  # (kind, block) tags written by TMA
-    inflight = []         # TMA writes not yet landed: (stage, tag, bar, bytes)
-    prod = {"j": 0, "step": 0}
-    # each consumer warp: its j, its step (0 wait K_j/V_{j-1}, 1 read+release, ...)
-    warps = [{"j": 0, "state": "s0"} for _ in range(8)]
+    full_q, empty_q = Bar(1), Bar(8)
+    content = [dict() for _ in range(S)]  # tags (tile, block) written by TMA
+    qcontent = {}
+    inflight = []
+    prod = {"tile": 0, "j": -1, "it": 0}  # j == -1: Q next
+    warps = [{"tile": 0, "j": 0, "state": "q", "it": 0} for _ in range(8)]
 
     def producer_step():
-        j = prod["j"]
-        if j >= nkb:
+        tc = prod["tile"]
+        if tc >= len(nkbs):
             return False
-        s = j % S
-        if not empty[s].done(((j // S) & 1) ^ flip):
+        if prod["j"] == -1:
+            if not empty_q.done((tc & 1) ^ 1):
+                return False
+            full_q.expect_tx(1)
+            inflight.append((None, ("Q", tc), full_q))
+            prod["j"] = 0
+            return True
+        j, u = prod["j"], prod["it"] + prod["j"]
+        s = u % S
+        if not empty[s].done(((u // S) & 1) ^ flip):
             return False
         full_k[s].expect_tx(1)
-        inflight.append((s, ("K", j), full_k[s]))
+        inflight.append((s, ("K", (tc, j)), full_k[s]))
         full_v[s].expect_tx(1)
-        inflight.append((s, ("V", j), full_v[s]))
+        inflight.append((s, ("V", (tc, j)), full_v[s]))
         prod["j"] += 1
+        if prod["j"] == nkbs[tc]:
+            prod["it"] += nkbs[tc]
+            prod["tile"] += 1
+            prod["j"] = -1
         return True
 
     def land():
         if not inflight:
             return False
-        idx = rng.randrange(len(inflight))
-        s, tag, bar = inflight.pop(idx)
-        content[s] = dict(content[s] or {}, **{tag[0]: tag[1]})
+        s, tag, bar = inflight.pop(rng.randrange(len(inflight)))
+        if s is None:
+            qcontent["Q"] = tag[1]
+        else:
+            content[s][tag[0]] = tag[1]
         bar.complete_tx(1)
         return True
 
     def warp_step(w):
         st = warps[w]
-        j = st["j"]
-        if st["state"] == "s0":  # prologue: wait K_0, read it
-            if not full_k[0].done(0):
+        tc = st["tile"]
+        if tc >= len(nkbs):
+            return False
+        nkb, it, j = nkbs[tc], st["it"], st["j"]
+        if st["state"] == "q":
+            if not full_q.done(tc & 1):
                 return False
-            assert content[0]["K"] == 0
+            assert qcontent["Q"] == tc
+            st["state"] = "s0"
+            return True
+        if st["state"] == "s0":  # prologue: wait K_0, read it and Q
+            s0 = it % S
+            if not full_k[s0].done((it // S) & 1):
+                return False
+            assert content[s0]["K"] == (tc, 0) and qcontent["Q"] == tc
+            if nkb == 1 and q_release:
+                empty_q.arrive()
             st["state"], st["j"] = ("loop", 1) if nkb > 1 else ("last", nkb)
             return True
         if st["state"] == "loop":
-            s, sp = j % S, (j - 1) % S
-            if not (full_k[s].done((j // S) & 1) and full_v[sp].done(((j - 1) // S) & 1)):
+            u = it + j
+            s, sp = u % S, (u - 1) % S
+            if not (full_k[s].done((u // S) & 1) and full_v[sp].done(((u - 1) // S) & 1)):
                 return False
-            assert content[s]["K"] == j and content[sp]["V"] == j - 1, (content, j)
-            assert content[sp] == {"K": j - 1, "V": j - 1}, (content, j)  # not overwritten before release
+            assert content[s]["K"] == (tc, j) and content[sp]["V"] == (tc, j - 1), (content, j)
+            assert qcontent["Q"] == tc  # S_j reads Q
+            if j == nkb - 1 and q_release:
+                empty_q.arrive()
+            assert content[sp] == {"K": (tc, j - 1), "V": (tc, j - 1)}, (content, j)  # not overwritten before release
             empty[sp].arrive()
             st["j"] += 1
             if st["j"] == nkb:
                 st["state"] = "last"
             return True
         if st["state"] == "last":
-            sp = (nkb - 1) % S
-            if not full_v[sp].done(((nkb - 1) // S) & 1):
+            sp = (it + nkb - 1) % S
+            if not full_v[sp].done(((it + nkb - 1) // S) & 1):
                 return False
-            assert content[sp] == {"K": nkb - 1, "V": nkb - 1}
+            assert content[sp] == {"K": (tc, nkb - 1), "V": (tc, nkb - 1)}
             empty[sp].arrive()
-            st["state"] = "done"
+            st["it"] += nkb
+            st["tile"] += 1
+            st["state"], st["j"] = "q", 0
             return True
         return False
 
     actors = [producer_step, land] + [lambda w=w: warp_step(w) for w in range(8)]
-    for _ in range(100000):
-        if all(w["state"] == "done" for w in warps):
+    for _ in range(200000):
+        if all(w["tile"] == len(nkbs) for w in warps):
             return True
         order = list(range(len(actors)))
         rng.shuffle(order)
@@ -253,15 +291,16 @@ def ring_protocol(nkb, S, seed, flip=1, empty_count=8):
 
 
 # ---- the ping-pong's named barriers (bar.sync / bar.arrive, 256 threads: 128 + 128) ----
-def pingpong_protocol(nkb, seed, init=True, skip_last=True):
-    """Each warpgroup: [init arrive] then nkb - 1 loop steps (sync own barrier, issue, arrive
-    other's). True when both finish, no barrier is left with a partial phase, and the issues
-    alternate 0, 1, 0, 1, ..."""
+def pingpong_protocol(nkbs, seed, init=True, skip_last=True):
+    """Both warpgroups walk the tiles nkbs (an int: one tile)."""
+    if isinstance(nkbs, int):
+        nkbs = [nkbs]
     rng = random.Random(seed)
-    arrived = {1: 0, 2: 0}   # threads arrived in the open phase (warpgroups: 128 each)
+    arrived = {1: 0, 2: 0}
     waiting = {1: False, 2: False}
     issues = []
-    pc = [0, 0]              # step index per warpgroup; -1: before the init
+    tile = [0, 0]
+    pc = [0, 0]
     state = ["init", "init"]
 
     def bar_arrive(b):
@@ -269,15 +308,18 @@ def pingpong_protocol(nkb, seed, init=True, skip_last=True):
         assert arrived[b] <= 256, "a second arrival in one phase"
 
     def step(cw):
+        if tile[cw] >= len(nkbs):
+            return False
+        nkb = nkbs[tile[cw]]
         own, other = 1 + cw, 2 - cw
         if state[cw] == "init":
             if cw == 1 and nkb > 1 and init:
                 bar_arrive(1)
-            state[cw] = "loop" if nkb > 1 else "done"
+            state[cw] = "loop" if nkb > 1 else "next"
             return True
         if state[cw] == "loop":
             if not waiting[own]:
-                arrived[own] += 128  # bar.sync arrives, then waits for the phase
+                arrived[own] += 128
                 waiting[own] = True
             if arrived[own] < 256:
                 return False
@@ -289,14 +331,18 @@ def pingpong_protocol(nkb, seed, init=True, skip_last=True):
                 bar_arrive(other)
             pc[cw] += 1
             if pc[cw] == nkb - 1:
-                state[cw] = "done"
+                state[cw] = "next"
+            return True
+        if state[cw] == "next":
+            tile[cw] += 1
+            pc[cw] = 0
+            state[cw] = "init"
             return True
         return False
 
-    for _ in range(10000):
-        if state == ["done", "done"]:
-            ok_alt = issues == [i % 2 for i in range(len(issues))]
-            return ok_alt and arrived == {1: 0, 2: 0}
+    for _ in range(100000):
+        if tile == [len(nkbs), len(nkbs)]:
+            return issues == [i % 2 for i in range(len(issues))] and arrived == {1: 0, 2: 0}
         order = [0, 1]
         rng.shuffle(order)
         if not any(step(c) for c in order):
@@ -342,6 +388,21 @@ def main():
             fails += not ok
             lines.append("ring stages %d key blocks %d: 20 interleavings %s" % (S, nkb, "ok" if ok else "FAIL"))
             print(lines[-1], flush=True)
+    # The persistent walk: one CTA's tiles (heaviest first inside a head, heads one after another).
+    walks = [[4, 3, 2, 1], [1, 1, 1, 5, 2], [9, 1, 7, 2, 3, 1, 1, 4]]
+    for S in (2, 3, 4):
+        for walk in walks:
+            ok = all(ring_protocol(walk, S, seed) for seed in range(20))
+            fails += not ok
+            print("persistent ring stages %d tiles %s: 20 interleavings %s" % (S, walk, "ok" if ok else "FAIL"), flush=True)
+    bad = 0
+    for seed in range(20):
+        try:
+            bad += not ring_protocol([3, 2, 4], 2, seed, q_release=False)
+        except AssertionError:
+            bad += 1
+    fails += bad == 0
+    print("wrong protocol 'Q never released (persistent)': %d/20 interleavings fail %s" % (bad, "caught" if bad else "NOT CAUGHT"), flush=True)
     for name, kw in (("producer parity without ^1", dict(flip=0)), ("empty count 4 (one warpgroup)", dict(empty_count=4))):
         caught = 0
         for seed in range(20):
@@ -351,15 +412,15 @@ def main():
                 caught += 1
         fails += caught == 0
         print("wrong protocol '%s': %d/20 interleavings fail %s" % (name, caught, "caught" if caught else "NOT CAUGHT"), flush=True)
-    for nkb in (1, 2, 3, 8, 33):
+    for nkb in (1, 2, 3, 8, 33, [4, 3, 2, 1], [1, 1, 5, 2, 1, 3]):
         ok = all(pingpong_protocol(nkb, seed) for seed in range(20))
         fails += not ok
-        print("ping-pong key blocks %d: 20 interleavings %s" % (nkb, "ok" if ok else "FAIL"), flush=True)
+        print("ping-pong key blocks %s: 20 interleavings %s" % (nkb, "ok" if ok else "FAIL"), flush=True)
     for name, kw in (("no initial arrive", dict(init=False)), ("warpgroup 1 arrives after its last step", dict(skip_last=False))):
         bad = 0
         for seed in range(20):
             try:
-                bad += not pingpong_protocol(5, seed, **kw)
+                bad += not pingpong_protocol([5, 3], seed, **kw)
             except AssertionError:
                 bad += 1
         fails += bad == 0

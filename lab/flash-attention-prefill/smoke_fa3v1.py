@@ -31,25 +31,31 @@ def inputs(B, H, T, D):
 
 fails = 0
 shapes = [tuple(s) for s in wl["correctness"]] + [tuple(s) for s in wl["measure"]] + [
-    (1, 1, 128, 128), (1, 1, 129, 64), (2, 2, 383, 128), (1, 3, 640, 64), (1, 2, 4096, 128)]
-for shp in shapes:
-    q, k, v = inputs(*shp)
-    o = m.flash_attention(q, k, v).float()
-    torch.cuda.synchronize()
-    r = ref(q, k, v).float()
-    rel = ((o - r).norm() / r.norm()).item()
-    ratio = ((o - r).abs() / (0.01 + 0.01 * r.abs())).max().item()
-    finite = bool(torch.isfinite(o).all())
-    ok = finite and rel <= 0.02 and ratio <= 1
-    fails += not ok
-    print("shape %s relfro %.2e bound_ratio %.3f %s" % (shp, rel, ratio, "ok" if ok else "FAIL"), flush=True)
-# Determinism / no races: the same inputs twice give identical bits.
-q, k, v = inputs(2, 4, 1000, 128)
-a, b = m.flash_attention(q, k, v), m.flash_attention(q, k, v)
-same = bool(torch.equal(a, b))
-fails += not same
-print("repeat bit-identical %s" % ("ok" if same else "FAIL"), flush=True)
-print("failures %d" % fails, flush=True)
+    (1, 1, 128, 128), (1, 1, 129, 64), (2, 2, 383, 128), (1, 3, 640, 64), (1, 2, 4096, 128),
+    (3, 100, 300, 64)]  # the last: 300 tiles, more than the SMs (the persistent walk wraps)
+# Both grids: one CTA per tile (the default) and the persistent one (m.PERSISTENT is read at
+# every call, so one build serves both).
+for persistent in (0, 1):
+    m.PERSISTENT = persistent
+    for shp in shapes:
+        q, k, v = inputs(*shp)
+        o = m.flash_attention(q, k, v).float()
+        torch.cuda.synchronize()
+        r = ref(q, k, v).float()
+        rel = ((o - r).norm() / r.norm()).item()
+        ratio = ((o - r).abs() / (0.01 + 0.01 * r.abs())).max().item()
+        finite = bool(torch.isfinite(o).all())
+        ok = finite and rel <= 0.02 and ratio <= 1
+        fails += not ok
+        print("persistent %d shape %s relfro %.2e bound_ratio %.3f %s"
+              % (persistent, shp, rel, ratio, "ok" if ok else "FAIL"), flush=True)
+    # Determinism / no races: the same inputs twice give identical bits.
+    q, k, v = inputs(2, 4, 1000, 128)
+    a, b = m.flash_attention(q, k, v), m.flash_attention(q, k, v)
+    same = bool(torch.equal(a, b))
+    fails += not same
+    print("persistent %d repeat bit-identical %s" % (persistent, "ok" if same else "FAIL"), flush=True)
+print("failures %d (pingpong %d, stages %d/%d)" % (fails, m.PINGPONG, m.STAGES128, m.STAGES64), flush=True)
 
 if "timing" in sys.argv[2:]:
     def events(fn, n=10):
@@ -66,8 +72,11 @@ if "timing" in sys.argv[2:]:
     for B, H, T, D in wl["graded"]:
         q, k, v = inputs(B, H, T, D)
         flop = 4 * B * H * T * T * D / 2
-        us = events(lambda: m.flash_attention(q, k, v))
         sd = events(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
-        print("time %s fa3v1 %.0f us (%.0f TFLOP/s, %.0f%% of roofline 989) sdpa %.0f us ratio %.2f"
-              % ((B, H, T, D), us, flop / us / 1e6, 100 * flop / us / 1e6 / 989, sd, us / sd), flush=True)
+        for persistent in (0, 1):
+            m.PERSISTENT = persistent
+            us = events(lambda: m.flash_attention(q, k, v))
+            print("time %s fa3v1 persistent %d %.0f us (%.0f TFLOP/s, %.0f%% of roofline 989) sdpa %.0f us ratio %.2f"
+                  % ((B, H, T, D), persistent, us, flop / us / 1e6, 100 * flop / us / 1e6 / 989, sd, us / sd),
+                  flush=True)
 sys.exit(1 if fails else 0)

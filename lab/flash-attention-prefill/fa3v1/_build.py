@@ -49,5 +49,5 @@ def load(stages128, stages64, pingpong):
         os.replace(tmp, so)
     lib = ctypes.CDLL(so)
     lib.kzoo_fa3_prefill.restype = ctypes.c_int
-    lib.kzoo_fa3_prefill.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
+    lib.kzoo_fa3_prefill.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 4 + [ctypes.c_void_p]
     return lib

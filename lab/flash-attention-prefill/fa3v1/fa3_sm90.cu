@@ -47,7 +47,7 @@ struct Cfg {
   static constexpr int HALVES = D / 64;
   static constexpr int TILE = BM * D * 2;  // Q, K or V tile bytes
   static constexpr int STAGES = D == 128 ? KZOO_STAGES128 : KZOO_STAGES64;
-  static constexpr int SMEM = TILE * (1 + 2 * STAGES) + 1024 + 8 * (1 + 3 * STAGES);
+  static constexpr int SMEM = TILE * (1 + 2 * STAGES) + 1024 + 8 * (2 + 3 * STAGES);
   static_assert(SMEM <= 232448, "shared memory");
 };
 
@@ -230,25 +230,35 @@ __device__ __forceinline__ void to_p(const float (&s)[64], uint32_t (&p)[32]) {
   }
 }
 
+// Tile t -> (head x batch, query block): a head's query blocks adjacent (its K/V shared in L2),
+// heaviest (last) query block first.
+__device__ __forceinline__ void tile_coords(int t, int nmb, int& bh, int& mb) {
+  bh = t / nmb;
+  mb = nmb - 1 - (t - bh * nmb);
+}
+
+// Tiles blockIdx.x, +gridDim.x, ...: the host launches one CTA per tile (grid = tiles, the
+// default) or a persistent grid of one CTA per SM. Stage uses are counted across tiles (`it`)
+// and Q's barriers flip once per tile, so the mbarrier phases carry over.
 template <int D>
 __global__ void __launch_bounds__(THREADS, 1)
 fa3_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
-               const __grid_constant__ CUtensorMap tmV, __nv_bfloat16* __restrict__ out, int T, float sl2) {
+               const __grid_constant__ CUtensorMap tmV, __nv_bfloat16* __restrict__ out, int T, int tiles,
+               float sl2) {
   using C = Cfg<D>;
   constexpr int S = C::STAGES;
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = (su32(smem_raw) + 1023) & ~1023u;
   const uint32_t sQ = base, sK = base + C::TILE, sV = sK + S * C::TILE;
-  const uint32_t bar_q = sV + S * C::TILE, bar_k = bar_q + 8, bar_v = bar_k + 8 * S, bar_e = bar_v + 8 * S;
+  const uint32_t bar_q = sV + S * C::TILE, bar_qe = bar_q + 8, bar_k = bar_qe + 8, bar_v = bar_k + 8 * S,
+                 bar_e = bar_v + 8 * S;
 
   const int nmb = (T + BM - 1) / BM;
-  const int mb = nmb - 1 - (int)blockIdx.x;  // heaviest query blocks of a head first
-  const int bh = blockIdx.y;
-  const int nkb = mb + 1;                    // key blocks 0 .. mb: causal skipping
   const int wg = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
     mbar_init(bar_q, 1);
+    mbar_init(bar_qe, 8);           // Q read by both warpgroups' last S: one arrival per consumer warp
     for (int s = 0; s < S; ++s) {
       mbar_init(bar_k + 8 * s, 1);
       mbar_init(bar_v + 8 * s, 1);
@@ -264,19 +274,27 @@ fa3_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     if (threadIdx.x != 0) return;
-    mbar_expect_tx(bar_q, C::TILE);
+    uint32_t it = 0, tc = 0;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++tc) {
+      int bh, mb;
+      tile_coords(tile, nmb, bh, mb);
+      const int nkb = mb + 1;  // key blocks 0 .. mb: causal skipping
+      mbar_wait(bar_qe, (tc & 1) ^ 1);  // the previous tile's Q fully read (fresh: passes)
+      mbar_expect_tx(bar_q, C::TILE);
 #pragma unroll
-    for (int h = 0; h < C::HALVES; ++h) tma_load_3d(sQ + h * HALF_BYTES, &tmQ, bar_q, h * 64, mb * BM, bh);
-    for (int j = 0; j < nkb; ++j) {
-      const int s = j % S;
-      mbar_wait(bar_e + 8 * s, ((j / S) & 1) ^ 1);  // fresh barrier: parity 1 passes at once
-      const uint32_t k = sK + s * C::TILE, v = sV + s * C::TILE;
-      mbar_expect_tx(bar_k + 8 * s, C::TILE);  // the full box counts, zero-filled or not
+      for (int h = 0; h < C::HALVES; ++h) tma_load_3d(sQ + h * HALF_BYTES, &tmQ, bar_q, h * 64, mb * BM, bh);
+      for (int j = 0; j < nkb; ++j) {
+        const uint32_t u = it + j, s = u % S;
+        mbar_wait(bar_e + 8 * s, ((u / S) & 1) ^ 1);  // fresh barrier: parity 1 passes at once
+        const uint32_t k = sK + s * C::TILE, v = sV + s * C::TILE;
+        mbar_expect_tx(bar_k + 8 * s, C::TILE);  // the full box counts, zero-filled or not
 #pragma unroll
-      for (int h = 0; h < C::HALVES; ++h) tma_load_3d(k + h * HALF_BYTES, &tmK, bar_k + 8 * s, h * 64, j * BN, bh);
-      mbar_expect_tx(bar_v + 8 * s, C::TILE);
+        for (int h = 0; h < C::HALVES; ++h) tma_load_3d(k + h * HALF_BYTES, &tmK, bar_k + 8 * s, h * 64, j * BN, bh);
+        mbar_expect_tx(bar_v + 8 * s, C::TILE);
 #pragma unroll
-      for (int h = 0; h < C::HALVES; ++h) tma_load_3d(v + h * HALF_BYTES, &tmV, bar_v + 8 * s, h * 64, j * BN, bh);
+        for (int h = 0; h < C::HALVES; ++h) tma_load_3d(v + h * HALF_BYTES, &tmV, bar_v + 8 * s, h * 64, j * BN, bh);
+      }
+      it += nkb;
     }
     return;
   }
@@ -285,90 +303,103 @@ fa3_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ 
   const int cw = wg - 1;
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int rloc = cw * 64 + warp * 16 + lane / 4;  // row inside the 128-row block (and +8)
-  const int row0 = mb * BM + rloc;                  // absolute query row
   const uint32_t q = sQ + cw * 64 * 128;            // this warpgroup's 64 rows of each half
+  uint32_t it = 0, tc = 0;
 
-  float o[D / 2], s[64], mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, fac[2];
-  uint32_t p[32];
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++tc) {
+    int bh, mb;
+    tile_coords(tile, nmb, bh, mb);
+    const int nkb = mb + 1;
+    const int row0 = mb * BM + rloc;  // absolute query row
+
+    float o[D / 2], s[64], mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, fac[2];
+    uint32_t p[32];
 #pragma unroll
-  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
 
-  mbar_wait(bar_q, 0);
+    mbar_wait(bar_q, tc & 1);
 #if KZOO_PINGPONG
-  // Ping-pong: warpgroup 0 issues first. Counts: each warpgroup syncs once per loop step
-  // (nkb - 1 times) on its barrier (1 + cw); warpgroup 0 arrives on 2 after each of its steps
-  // (nkb - 1), warpgroup 1 on 1 once here and after each step but its last (1 + nkb - 2): every
-  // phase completes and none is left open at exit (hence no arrival at all when nkb == 1).
-  if (cw == 1 && nkb > 1) named_arrive(1, 256);
+    // Ping-pong: warpgroup 0 issues first. Counts, per tile: each warpgroup syncs once per loop
+    // step (nkb - 1 times) on its barrier (1 + cw); warpgroup 0 arrives on 2 after each of its
+    // steps (nkb - 1), warpgroup 1 on 1 once here and after each step but its last (1 + nkb - 2):
+    // every phase completes inside the tile and none is left open (no arrival when nkb == 1).
+    if (cw == 1 && nkb > 1) named_arrive(1, 256);
 #endif
-  // Prologue: S_0 and its softmax.
-  mbar_wait(bar_k, 0);
-  wg_fence();
-  issue_s<D>(s, q, sK);
-  wg_commit();
-  wg_wait<0>();
-  reg_fence(s);
-  softmax_block(s, mx, l, fac, nkb == 1, row0, 2 * (lane % 4), sl2);
-  to_p(s, p);
-
-  for (int j = 1; j < nkb; ++j) {
-    const int st = j % S, sp = (j - 1) % S;
-    // Both waits first: V_{j-1} was loaded before K_j, and no wait (a branch) sits between the
-    // two issues (ptxas otherwise injects a warpgroup.arrive before the second, C7519).
-    mbar_wait(bar_k + 8 * st, (j / S) & 1);
-    mbar_wait(bar_v + 8 * sp, ((j - 1) / S) & 1);
-#if KZOO_PINGPONG
-    named_sync(1 + cw, 256);
-#endif
-    wg_fence();
-    issue_s<D>(s, q, sK + st * C::TILE);
-    wg_commit();
-    issue_pv<D>(o, p, sV + sp * C::TILE);
-    wg_commit();
-#if KZOO_PINGPONG
-    if (cw == 0 || j < nkb - 1) named_arrive(2 - cw, 256);
-#endif
-    wg_wait<1>();  // S_j complete; P_{j-1} V_{j-1} may still run
-    reg_fence(s);
-    softmax_block(s, mx, l, fac, j == nkb - 1, row0, j * BN + 2 * (lane % 4), sl2);
-    wg_wait<0>();  // P_{j-1} V_{j-1} complete: stage j-1 free, O and P writable
-    reg_fence(o);
-    reg_fence(s);
-    if (lane == 0) mbar_arrive(bar_e + 8 * sp);
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      o[4 * i + 0] *= fac[0];
-      o[4 * i + 1] *= fac[0];
-      o[4 * i + 2] *= fac[1];
-      o[4 * i + 3] *= fac[1];
+    // Prologue: S_0 and its softmax.
+    {
+      const uint32_t s0 = it % S;
+      mbar_wait(bar_k + 8 * s0, (it / S) & 1);
+      wg_fence();
+      issue_s<D>(s, q, sK + s0 * C::TILE);
+      wg_commit();
+      wg_wait<0>();
+      reg_fence(s);
+      if (nkb == 1 && lane == 0) mbar_arrive(bar_qe);  // the tile's last S: Q may be replaced
+      softmax_block(s, mx, l, fac, nkb == 1, row0, 2 * (lane % 4), sl2);
+      to_p(s, p);
     }
-    to_p(s, p);
-  }
-  {
-    const int sp = (nkb - 1) % S;
-    mbar_wait(bar_v + 8 * sp, ((nkb - 1) / S) & 1);
-    wg_fence();
-    issue_pv<D>(o, p, sV + sp * C::TILE);
-    wg_commit();
-    wg_wait<0>();
-    reg_fence(o);
-    if (lane == 0) mbar_arrive(bar_e + 8 * sp);
-  }
 
-  // Epilogue: the 4 lanes of a row hold partial sums; O / l rounded to bf16, rows >= T dropped.
+    for (int j = 1; j < nkb; ++j) {
+      const uint32_t u = it + j, st = u % S, sp = (u - 1) % S;
+      // Both waits first: V_{j-1} was loaded before K_j, and no wait (a branch) sits between the
+      // two issues (ptxas otherwise injects a warpgroup.arrive before the second, C7519).
+      mbar_wait(bar_k + 8 * st, (u / S) & 1);
+      mbar_wait(bar_v + 8 * sp, ((u - 1) / S) & 1);
+#if KZOO_PINGPONG
+      named_sync(1 + cw, 256);
+#endif
+      wg_fence();
+      issue_s<D>(s, q, sK + st * C::TILE);
+      wg_commit();
+      issue_pv<D>(o, p, sV + sp * C::TILE);
+      wg_commit();
+#if KZOO_PINGPONG
+      if (cw == 0 || j < nkb - 1) named_arrive(2 - cw, 256);
+#endif
+      wg_wait<1>();  // S_j complete; P_{j-1} V_{j-1} may still run
+      reg_fence(s);
+      if (j == nkb - 1 && lane == 0) mbar_arrive(bar_qe);  // the tile's last S: Q may be replaced
+      softmax_block(s, mx, l, fac, j == nkb - 1, row0, j * BN + 2 * (lane % 4), sl2);
+      wg_wait<0>();  // P_{j-1} V_{j-1} complete: stage j-1 free, O and P writable
+      reg_fence(o);
+      reg_fence(s);
+      if (lane == 0) mbar_arrive(bar_e + 8 * sp);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float t = l[h];
-    t += __shfl_xor_sync(0xffffffff, t, 1);
-    t += __shfl_xor_sync(0xffffffff, t, 2);
-    const float inv = 1.f / t;
-    const int r = row0 + 8 * h;
-    if (r >= T) continue;
-    __nv_bfloat16* orow = out + ((size_t)bh * T + r) * D + 2 * (lane % 4);
+      for (int i = 0; i < D / 8; ++i) {
+        o[4 * i + 0] *= fac[0];
+        o[4 * i + 1] *= fac[0];
+        o[4 * i + 2] *= fac[1];
+        o[4 * i + 3] *= fac[1];
+      }
+      to_p(s, p);
+    }
+    {
+      const uint32_t u = it + nkb - 1, sp = u % S;
+      mbar_wait(bar_v + 8 * sp, (u / S) & 1);
+      wg_fence();
+      issue_pv<D>(o, p, sV + sp * C::TILE);
+      wg_commit();
+      wg_wait<0>();
+      reg_fence(o);
+      if (lane == 0) mbar_arrive(bar_e + 8 * sp);
+    }
+    it += nkb;
+
+    // Epilogue: the 4 lanes of a row hold partial sums; O / l rounded to bf16, rows >= T dropped.
 #pragma unroll
-    for (int i = 0; i < D / 8; ++i)
-      *reinterpret_cast<__nv_bfloat162*>(orow + 8 * i) =
-          __floats2bfloat162_rn(o[4 * i + 2 * h] * inv, o[4 * i + 2 * h + 1] * inv);
+    for (int h = 0; h < 2; ++h) {
+      float tsum = l[h];
+      tsum += __shfl_xor_sync(0xffffffff, tsum, 1);
+      tsum += __shfl_xor_sync(0xffffffff, tsum, 2);
+      const float inv = 1.f / tsum;
+      const int r = row0 + 8 * h;
+      if (r >= T) continue;
+      __nv_bfloat16* orow = out + ((size_t)bh * T + r) * D + 2 * (lane % 4);
+#pragma unroll
+      for (int i = 0; i < D / 8; ++i)
+        *reinterpret_cast<__nv_bfloat162*>(orow + 8 * i) =
+            __floats2bfloat162_rn(o[4 * i + 2 * h] * inv, o[4 * i + 2 * h + 1] * inv);
+    }
   }
 }
 
@@ -398,30 +429,35 @@ bool make_map(CUtensorMap* map, const void* ptr, int BH, int T, int D) {
 }
 
 template <int D>
-int launch(const void* q, const void* k, const void* v, void* o, int BH, int T, cudaStream_t stream) {
-  static bool ready = false;
-  if (!ready) {
+int launch(const void* q, const void* k, const void* v, void* o, int BH, int T, int persistent, cudaStream_t stream) {
+  static int num_sms = 0;
+  if (!num_sms) {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, dev);
     cudaError_t e = cudaFuncSetAttribute(fa3_fwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg<D>::SMEM);
-    if (e != cudaSuccess) return (int)e;
-    ready = true;
+    if (e != cudaSuccess) { num_sms = 0; return (int)e; }
   }
   CUtensorMap mq, mk, mv;
   if (!make_map(&mq, q, BH, T, D) || !make_map(&mk, k, BH, T, D) || !make_map(&mv, v, BH, T, D)) return -1;
   const float sl2 = 1.4426950408889634f / sqrtf((float)D);
-  dim3 grid((T + BM - 1) / BM, BH);
-  fa3_fwd_kernel<D><<<grid, THREADS, Cfg<D>::SMEM, stream>>>(mq, mk, mv, (__nv_bfloat16*)o, T, sl2);
+  const long long tiles = (long long)((T + BM - 1) / BM) * BH;
+  if (tiles >= (1LL << 31)) return -2;
+  const int grid = persistent && tiles > num_sms ? num_sms : (int)tiles;
+  fa3_fwd_kernel<D><<<grid, THREADS, Cfg<D>::SMEM, stream>>>(mq, mk, mv, (__nv_bfloat16*)o, T, (int)tiles, sl2);
   return (int)cudaGetLastError();
 }
 
 }  // namespace
 
-// q, k, v, o: [B*H, T, D] bf16 contiguous, 16-byte aligned; D 64 or 128. Returns 0, a
-// cudaError_t, -1 (no tensor map) or -2 (head dim not taken).
+// q, k, v, o: [B*H, T, D] bf16 contiguous, 16-byte aligned; D 64 or 128; persistent: one CTA
+// per SM walking the tiles (else one CTA per tile). Returns 0, a cudaError_t, -1 (no tensor
+// map) or -2 (shape not taken).
 extern "C" int kzoo_fa3_prefill(const void* q, const void* k, const void* v, void* o, int BH, int T, int D,
-                                void* stream) {
+                                int persistent, void* stream) {
   if (BH <= 0 || T <= 0 || BH > 65535) return -2;
-  if (D == 128) return launch<128>(q, k, v, o, BH, T, (cudaStream_t)stream);
-  if (D == 64) return launch<64>(q, k, v, o, BH, T, (cudaStream_t)stream);
+  if (D == 128) return launch<128>(q, k, v, o, BH, T, persistent, (cudaStream_t)stream);
+  if (D == 64) return launch<64>(q, k, v, o, BH, T, persistent, (cudaStream_t)stream);
   return -2;
 }
 

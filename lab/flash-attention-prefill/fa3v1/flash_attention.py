@@ -25,6 +25,9 @@ STAGES64 = int(os.environ.get("KZOO_FA3_STAGES64", "4"))
 # FA3's ping-pong of the two consumer warpgroups (named barriers); KZOO_FA3_PINGPONG=0 in the
 # environment builds the variant without it (the smoke test times both).
 PINGPONG = int(os.environ.get("KZOO_FA3_PINGPONG", "1"))
+# A persistent grid (one CTA per SM walking the tiles, the next tile's Q and K/V loaded while
+# this one finishes) instead of one CTA per tile: KZOO_FA3_PERSISTENT=1 (launch-time, no rebuild).
+PERSISTENT = int(os.environ.get("KZOO_FA3_PERSISTENT", "0"))
 
 
 def _load_build():
@@ -74,7 +77,8 @@ def flash_attention(q, k, v):
     out = torch.empty_like(q)
     with torch.cuda.device(q.device):
         stream = torch.cuda.current_stream(q.device).cuda_stream
-        rc = _lib.kzoo_fa3_prefill(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), B * H, T, D, stream)
+        rc = _lib.kzoo_fa3_prefill(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), B * H, T, D,
+                                   PERSISTENT, stream)
     if rc:
         raise RuntimeError("fa3_sm90 launch failed: %d" % rc)
     return out
