@@ -12,7 +12,7 @@
 #    O (holding P_{j-1} V_{j-1}) is rescaled; l = l*fac + partial sum; P rounded to bf16 through
 #    to_p()'s packing, unpacked by the wgmma A-fragment layout (independent code), O += P V in fp32;
 #  - the ping-pong named barriers (counts, initial arrive, no open phase at exit, alternation);
-#  - the TMA ring's mbarrier protocol (full K, full V, empty; Q full / Q empty per tile) for 2, 3
+#  - the TMA ring's mbarrier protocol (full K, full V, empty K, empty V; Q full / Q empty per tile) for 2, 3
 #    and 4 stages, one tile and the persistent walk's tile sequences, under random
 #    interleavings of the producer thread and the 8 consumer warps: no deadlock, and each
 #    consumer read sees the tile of the block it expects.
@@ -186,12 +186,13 @@ def ring_protocol(nkbs, S, seed, flip=1, empty_count=8, q_release=True):
     rng = random.Random(seed)
     full_k = [Bar(1) for _ in range(S)]
     full_v = [Bar(1) for _ in range(S)]
-    empty = [Bar(empty_count) for _ in range(S)]
+    empty_k = [Bar(empty_count) for _ in range(S)]
+    empty_v = [Bar(empty_count) for _ in range(S)]
     full_q, empty_q = Bar(1), Bar(8)
     content = [dict() for _ in range(S)]  # tags (tile, block) written by TMA
     qcontent = {}
     inflight = []
-    prod = {"tile": 0, "j": -1, "it": 0}  # j == -1: Q next
+    prod = {"tile": 0, "j": -1, "it": 0, "kv": "K"}  # j == -1: Q next; kv: K or V of block j next
     warps = [{"tile": 0, "j": 0, "state": "q", "it": 0} for _ in range(8)]
 
     def producer_step():
@@ -207,12 +208,18 @@ def ring_protocol(nkbs, S, seed, flip=1, empty_count=8, q_release=True):
             return True
         j, u = prod["j"], prod["it"] + prod["j"]
         s = u % S
-        if not empty[s].done(((u // S) & 1) ^ flip):
+        if prod["kv"] == "K":
+            if not empty_k[s].done(((u // S) & 1) ^ flip):
+                return False
+            full_k[s].expect_tx(1)
+            inflight.append((s, ("K", (tc, j)), full_k[s]))
+            prod["kv"] = "V"
+            return True
+        if not empty_v[s].done(((u // S) & 1) ^ flip):
             return False
-        full_k[s].expect_tx(1)
-        inflight.append((s, ("K", (tc, j)), full_k[s]))
         full_v[s].expect_tx(1)
         inflight.append((s, ("V", (tc, j)), full_v[s]))
+        prod["kv"] = "K"
         prod["j"] += 1
         if prod["j"] == nkbs[tc]:
             prod["it"] += nkbs[tc]
@@ -248,6 +255,7 @@ def ring_protocol(nkbs, S, seed, flip=1, empty_count=8, q_release=True):
             if not full_k[s0].done((it // S) & 1):
                 return False
             assert content[s0]["K"] == (tc, 0) and qcontent["Q"] == tc
+            empty_k[s0].arrive()  # S_0 complete: K_0's slot free
             if nkb == 1 and q_release:
                 empty_q.arrive()
             st["state"], st["j"] = ("loop", 1) if nkb > 1 else ("last", nkb)
@@ -259,10 +267,11 @@ def ring_protocol(nkbs, S, seed, flip=1, empty_count=8, q_release=True):
                 return False
             assert content[s]["K"] == (tc, j) and content[sp]["V"] == (tc, j - 1), (content, j)
             assert qcontent["Q"] == tc  # S_j reads Q
+            empty_k[s].arrive()  # after wait<1>: S_j complete
             if j == nkb - 1 and q_release:
                 empty_q.arrive()
-            assert content[sp] == {"K": (tc, j - 1), "V": (tc, j - 1)}, (content, j)  # not overwritten before release
-            empty[sp].arrive()
+            assert content[sp]["V"] == (tc, j - 1), (content, j)  # not overwritten before release
+            empty_v[sp].arrive()  # after wait<0>
             st["j"] += 1
             if st["j"] == nkb:
                 st["state"] = "last"
@@ -271,8 +280,8 @@ def ring_protocol(nkbs, S, seed, flip=1, empty_count=8, q_release=True):
             sp = (it + nkb - 1) % S
             if not full_v[sp].done(((it + nkb - 1) // S) & 1):
                 return False
-            assert content[sp] == {"K": (tc, nkb - 1), "V": (tc, nkb - 1)}
-            empty[sp].arrive()
+            assert content[sp]["V"] == (tc, nkb - 1)
+            empty_v[sp].arrive()
             st["it"] += nkb
             st["tile"] += 1
             st["state"], st["j"] = "q", 0

@@ -1,11 +1,12 @@
 // Causal flash-attention prefill for sm_90a (issue 19, lab variant fa3v1): FlashAttention-3's core.
 //
-// One CTA per (128-query block, head x batch); 384 threads: warpgroup 0 is the producer (one
-// thread issues every TMA load), warpgroups 1 and 2 are consumers owning 64 query rows each.
+// A CTA per tile (128-query block, head x batch), or a persistent grid walking the tiles (host's
+// choice); 384 threads: warpgroup 0 is the producer (one thread issues every TMA load),
+// warpgroups 1 and 2 are consumers owning 64 query rows each.
 // The producer loads Q once (a [128, D] box per 64-column half, 128B swizzle) and K, V tiles of
 // 128 keys x D into a ring of STAGES stages; K and V of a stage have their own "full" barriers
-// (S can start as soon as K lands), one "empty" barrier per stage is released by the 8 consumer
-// warps after the stage's P.V wgmma completed.
+// (S can start as soon as K lands), and their own "empty" barriers, each released by the 8
+// consumer warps: K's once the block's S wgmma completed, V's once its P.V completed.
 //
 // Consumer loop (FA3's intra-warpgroup overlap): for key block j >= 1
 //   issue S_j = Q K_j^T (SS wgmma m64n128k16, 8 (D=128) or 4 (D=64) k-steps, commit)
@@ -47,7 +48,7 @@ struct Cfg {
   static constexpr int HALVES = D / 64;
   static constexpr int TILE = BM * D * 2;  // Q, K or V tile bytes
   static constexpr int STAGES = D == 128 ? KZOO_STAGES128 : KZOO_STAGES64;
-  static constexpr int SMEM = TILE * (1 + 2 * STAGES) + 1024 + 8 * (2 + 3 * STAGES);
+  static constexpr int SMEM = TILE * (1 + 2 * STAGES) + 1024 + 8 * (2 + 4 * STAGES);
   static_assert(SMEM <= 232448, "shared memory");
 };
 
@@ -251,7 +252,7 @@ fa3_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ 
   const uint32_t base = (su32(smem_raw) + 1023) & ~1023u;
   const uint32_t sQ = base, sK = base + C::TILE, sV = sK + S * C::TILE;
   const uint32_t bar_q = sV + S * C::TILE, bar_qe = bar_q + 8, bar_k = bar_qe + 8, bar_v = bar_k + 8 * S,
-                 bar_e = bar_v + 8 * S;
+                 bar_ek = bar_v + 8 * S, bar_ev = bar_ek + 8 * S;
 
   const int nmb = (T + BM - 1) / BM;
   const int wg = threadIdx.x / 128;
@@ -262,7 +263,8 @@ fa3_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ 
     for (int s = 0; s < S; ++s) {
       mbar_init(bar_k + 8 * s, 1);
       mbar_init(bar_v + 8 * s, 1);
-      mbar_init(bar_e + 8 * s, 8);  // one arrival per consumer warp
+      mbar_init(bar_ek + 8 * s, 8);  // K slot free: one arrival per consumer warp after its S
+      mbar_init(bar_ev + 8 * s, 8);  // V slot free: one arrival per consumer warp after its P.V
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&tmQ) : "memory");
@@ -285,11 +287,14 @@ fa3_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ 
       for (int h = 0; h < C::HALVES; ++h) tma_load_3d(sQ + h * HALF_BYTES, &tmQ, bar_q, h * 64, mb * BM, bh);
       for (int j = 0; j < nkb; ++j) {
         const uint32_t u = it + j, s = u % S;
-        mbar_wait(bar_e + 8 * s, ((u / S) & 1) ^ 1);  // fresh barrier: parity 1 passes at once
         const uint32_t k = sK + s * C::TILE, v = sV + s * C::TILE;
+        // K and V slots are freed separately (FA3's two pipelines): K_j's slot as soon as S_{j-S}
+        // completed, V's after P_{j-S} V_{j-S}; fresh barriers: parity 1 passes at once.
+        mbar_wait(bar_ek + 8 * s, ((u / S) & 1) ^ 1);
         mbar_expect_tx(bar_k + 8 * s, C::TILE);  // the full box counts, zero-filled or not
 #pragma unroll
         for (int h = 0; h < C::HALVES; ++h) tma_load_3d(k + h * HALF_BYTES, &tmK, bar_k + 8 * s, h * 64, j * BN, bh);
+        mbar_wait(bar_ev + 8 * s, ((u / S) & 1) ^ 1);
         mbar_expect_tx(bar_v + 8 * s, C::TILE);
 #pragma unroll
         for (int h = 0; h < C::HALVES; ++h) tma_load_3d(v + h * HALF_BYTES, &tmV, bar_v + 8 * s, h * 64, j * BN, bh);
@@ -334,6 +339,7 @@ fa3_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ 
       wg_commit();
       wg_wait<0>();
       reg_fence(s);
+      if (lane == 0) mbar_arrive(bar_ek + 8 * s0);     // K_0 read
       if (nkb == 1 && lane == 0) mbar_arrive(bar_qe);  // the tile's last S: Q may be replaced
       softmax_block(s, mx, l, fac, nkb == 1, row0, 2 * (lane % 4), sl2);
       to_p(s, p);
@@ -358,12 +364,13 @@ fa3_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ 
 #endif
       wg_wait<1>();  // S_j complete; P_{j-1} V_{j-1} may still run
       reg_fence(s);
+      if (lane == 0) mbar_arrive(bar_ek + 8 * st);          // K_j read
       if (j == nkb - 1 && lane == 0) mbar_arrive(bar_qe);  // the tile's last S: Q may be replaced
       softmax_block(s, mx, l, fac, j == nkb - 1, row0, j * BN + 2 * (lane % 4), sl2);
-      wg_wait<0>();  // P_{j-1} V_{j-1} complete: stage j-1 free, O and P writable
+      wg_wait<0>();  // P_{j-1} V_{j-1} complete: V_{j-1}'s slot free, O and P writable
       reg_fence(o);
       reg_fence(s);
-      if (lane == 0) mbar_arrive(bar_e + 8 * sp);
+      if (lane == 0) mbar_arrive(bar_ev + 8 * sp);
 #pragma unroll
       for (int i = 0; i < D / 8; ++i) {
         o[4 * i + 0] *= fac[0];
@@ -381,7 +388,7 @@ fa3_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ 
       wg_commit();
       wg_wait<0>();
       reg_fence(o);
-      if (lane == 0) mbar_arrive(bar_e + 8 * sp);
+      if (lane == 0) mbar_arrive(bar_ev + 8 * sp);
     }
     it += nkb;
 
