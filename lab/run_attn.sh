@@ -6,6 +6,8 @@
 # wgmma Q K^T with a register cap), `decode_split` = the solution + split (its programs target
 # swept), two processes so that a fault or hang in the wgmma kernel keeps split's figures; each
 # repeats the solution as its drift reference. Round 5's candidates are at fccccce:lab/.
+# Prefill: the solution + fa3v1 (CUDA C++ FlashAttention-3-style kernel for sm_90a, built by nvcc at
+# import, ~15 s, inside the prefill run's remaining budget).
 # Each run gets a hard timeout and a --deadline-s 7 s inside it (no new work after that).
 # Output under "${OUT:-/tmp/out}/attn/": <run>.jsonl (stdout JSON lines), <run>.stderr,
 # <run>_sweep.jsonl (the sweeps' lines), rc.txt (exit status, timeout and wall seconds of each run).
@@ -42,5 +44,5 @@ run() {  # run NAME WANT_S TASK_DIR SRC...
 DSOL="$SOL/paged_decode/fp8/paged_attention_decode_eager/src"
 run decode 45 "$DEC" "$DSOL" "$LAB/paged-attention-decode/f8qk2"
 run decode_split $(( 105 - ($(date +%s) - START) )) "$DEC" "$DSOL" "$LAB/paged-attention-decode/split"
-run prefill "$BUDGET" "$PRE" "$SOL/flash_prefill/bf16/flash_attention_prefill_eager/src"
+run prefill "$BUDGET" "$PRE" "$SOL/flash_prefill/bf16/flash_attention_prefill_eager/src" "$LAB/flash-attention-prefill/fa3v1"
 cat "$DIR/rc.txt"
