@@ -159,6 +159,14 @@ class Freezer:
                 except ChildProcessError:
                     pass
 
+    def _helpers(self, kids):
+        """The judge's own helpers and their descendants in the {ppid: [pid]} map `kids`: never
+        stopped, never killed, never counted as a stranger."""
+        out = set(self.own)
+        for h in self.own:
+            out |= descendants(h, kids)
+        return out
+
     def freeze(self, keep=None, timeout_s=10.0):
         """Stop every descendant of the judge but its helpers and the tree of pid `keep` (None:
         stop them all), the deepest first: each level is stopped before its parents are, so no
@@ -170,9 +178,7 @@ class Freezer:
         deadline = time.monotonic() + timeout_s
         while True:
             kids = children_map()
-            spared = set(self.own)
-            for h in self.own:
-                spared |= descendants(h, kids)
+            spared = self._helpers(kids)
             if keep is not None:
                 spared |= {keep} | descendants(keep, kids)
             targets = {p for p in descendants(self.judge, kids) - spared - stopped if (_stat(p) or (0, "Z"))[1] != "Z"}
@@ -199,9 +205,7 @@ class Freezer:
         child keeps that child's mappings until it execs (microseconds; Triton's ptxas, a
         compile worker), where a helper with a context of its own maps them for its whole life."""
         kids = children_map()
-        spared = set(self.own) | SPAWNED
-        for h in self.own:
-            spared |= descendants(h, kids)
+        spared = self._helpers(kids) | SPAWNED
         now = {}
         for p in descendants(self.judge, kids) - spared:
             hit = maps_file(p, pattern)
@@ -247,10 +251,7 @@ class Freezer:
         """SIGKILL every descendant but the judge's helpers: the run is over."""
         for _ in range(20):
             kids = children_map()
-            spared = set(self.own)
-            for h in self.own:
-                spared |= descendants(h, kids)
-            targets = {p for p in descendants(self.judge, kids) - spared if (_stat(p) or (0, "Z"))[1] != "Z"}
+            targets = {p for p in descendants(self.judge, kids) - self._helpers(kids) if (_stat(p) or (0, "Z"))[1] != "Z"}
             if not targets:
                 break
             for p in targets:
