@@ -536,11 +536,14 @@ struct FrontDoor::Impl {
         it = held.erase(it);
         ++moved;
       }
+      // Counted before mu is released: a worker may take, serve and answer a
+      // request moved here before this thread runs another line, and the
+      // stats read then must not still show it held.
+      count([&](FrontDoorStats& s) { s.held = static_cast<std::int64_t>(held.size()); });
     }
     held_n.store(held.size());
     if (moved == 1) work_cv.notify_one();
     else if (moved > 1) work_cv.notify_all();
-    count([&](FrontDoorStats& s) { s.held = static_cast<std::int64_t>(held.size()); });
   }
 
   void take_back() {
