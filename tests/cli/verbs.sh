@@ -78,5 +78,16 @@ run_to "kzoo worker --gpus 0,1 --once is refused" 2 env -u KZOO_SERVER "$KZOO" w
 grep -q "one job per GPU" "$T/err" && ok "... saying why" || fail "kzoo worker --gpus 0,1 --once: $(cat "$T/err")"
 CHECKS=$((CHECKS + 1))
 
+# --cpu-pinning numa where the driver lists no GPU is an error naming what it could not read; a
+# mode it does not know is a usage error naming the three.
+if [ ! -d /proc/driver/nvidia/gpus ]; then
+  run_to "kzoo worker --cpu-pinning numa without the driver's GPU list is refused" 2 env -u KZOO_SERVER "$KZOO" worker --device cuda --cpu-pinning numa --once --data "$T/nowhere"
+  grep -q -- "--cpu-pinning numa: /proc/driver/nvidia/gpus does not exist" "$T/err" && ok "... saying why" || fail "kzoo worker --cpu-pinning numa: $(cat "$T/err")"
+  CHECKS=$((CHECKS + 1))
+fi
+run_to "kzoo worker --cpu-pinning sometimes is refused" 2 env -u KZOO_SERVER "$KZOO" worker --device cuda --cpu-pinning sometimes --once --data "$T/nowhere"
+grep -q "auto, numa, none\|{auto,numa,none}" "$T/err" && ok "... naming the modes" || fail "kzoo worker --cpu-pinning sometimes: $(cat "$T/err")"
+CHECKS=$((CHECKS + 1))
+
 echo "$CHECKS checks, $FAILS failed"
 [ "$FAILS" = 0 ]

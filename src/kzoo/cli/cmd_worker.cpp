@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "kzoo/cli/command.hpp"
+#include "kzoo/runner/cpu_list.hpp"
+#include "kzoo/runner/gpu_cpus.hpp"
 #include "kzoo/server/config.hpp"
 #include "kzoo/worker/worker.hpp"
 
@@ -80,6 +82,7 @@ struct Args {
   std::string token_file;
   std::string state;
   std::string gpus;  // --gpus 0,1,...
+  std::string cpu_pinning = "auto";  // --cpu-pinning auto|numa|none
 };
 
 // "0,1,3" -> {0, 1, 3}: nvidia-smi indices, each once; an error names the bad item.
@@ -97,6 +100,30 @@ kzoo::Result<std::vector<int>> parse_gpus(const std::string& text) {
   }
   if (out.empty()) return kzoo::fail("--gpus: no GPU named: give nvidia-smi's indices, e.g. --gpus 0,1");
   return out;
+}
+
+// --cpu-pinning: the CPUs each GPU's jobs run on (runner/gpu_cpus.hpp), into
+// o.gpu_cpus. auto pins on a node whose driver lists two GPUs or more (where
+// neighbours' jobs could share a core) and says why when it cannot; numa pins
+// or fails; none leaves the jobs' processes free to use any CPU. The lines
+// it writes are for the log.
+kzoo::Result<std::vector<std::string>> pin_cpus(kzoo::worker::WorkerOptions& o, const std::string& mode,
+                                                const std::vector<int>& gpus) {
+  std::vector<std::string> lines;
+  if (o.device != "cuda" || mode == "none") return lines;
+  auto shares = kzoo::runner::gpu_cpu_shares(kzoo::runner::allowed_cpus());
+  if (!shares) {
+    if (mode == "numa") return kzoo::fail("--cpu-pinning numa: " + shares.error().message);
+    lines.push_back("jobs are not pinned to CPUs: " + shares.error().message);
+    return lines;
+  }
+  if (mode == "auto" && shares->cpus.size() < 2) return lines;  // no neighbours on this node
+  o.gpu_cpus = shares->cpus;
+  for (const auto& [g, cpus] : shares->cpus)
+    if (gpus.empty() || std::find(gpus.begin(), gpus.end(), g) != gpus.end())
+      lines.push_back("GPU " + std::to_string(g) + "'s jobs run on CPUs " + kzoo::runner::format_cpu_list(cpus));
+  for (const auto& n : shares->notes) lines.push_back(n);
+  return lines;
 }
 
 // --gpus with several GPUs: one job slot per GPU in this process, each with its
@@ -194,6 +221,11 @@ const bool registered = kzoo::cli::register_command(
       sub.add_option("--gpus", a->gpus,
                      "grade one job per GPU at once on these GPUs (nvidia-smi indices, e.g. 0,1,2,3); each job's "
                      "sandbox sees only its own GPU. Needs --device cuda");
+      sub.add_option("--cpu-pinning", a->cpu_pinning,
+                     "which CPUs a GPU job's processes run on: auto (default) gives each GPU whole cores of its own "
+                     "NUMA node, shared with no other GPU's jobs, on a node with two GPUs or more; numa does so on "
+                     "any node (an error where the topology cannot be read); none lets them use any CPU")
+          ->check(CLI::IsMember({"auto", "numa", "none"}));
       sub.add_flag("--json", a->json, "print every event (and --once's report) as one JSON line on stdout");
       return [a] {
         auto& o = a->o;
@@ -242,6 +274,12 @@ const bool registered = kzoo::cli::register_command(
           auto parsed = nlohmann::json::parse(j, nullptr, false);
           if (!parsed.is_object()) return fail("KZOO_WORKER_JUDGE_OPTIONS is not a JSON object");
           o.judge_options = parsed;
+        }
+        auto pinned = pin_cpus(o, a->cpu_pinning, gpus);
+        if (!pinned) return fail(pinned.error().message);
+        for (const auto& line : *pinned) {
+          if (a->json) emit(log_event(line), o.worker_id);
+          else std::cerr << "kzoo worker: " << line << "\n";
         }
         if (gpus.size() > 1) return run_per_gpu(*a, gpus);
         o.gpus = gpus;

@@ -124,6 +124,7 @@ class BatchRun {
       auto nodes = runner::gpu_device_nodes_for(*gpus);
       if (!nodes) return infra(nodes.error().message, true);
       spec.devices = std::move(*nodes);
+      spec.cpu_affinity = o_.cpus_for(*gpus);
     }
     runner::SandboxOptions so;
     so.sandboxed = o_.sandboxed;

@@ -2,6 +2,7 @@
 // GPUs its task asks for at once, never a GPU another job holds, and a job of
 // several GPUs is not starved by single ones.
 #include "kzoo/jobs/gpu_pool.hpp"
+#include "kzoo/jobs/grade_job.hpp"
 
 #include <gtest/gtest.h>
 
@@ -96,6 +97,19 @@ TEST(GpuPool, ManyJobsOfMixedSizesNeverShareAGpuAndAllFinish) {
   EXPECT_EQ(overlaps.load(), 0);
   EXPECT_EQ(done.load(), 8 * 150) << "no deadlock: every job got its GPUs";
   EXPECT_EQ(pool.free_count(), 4u);
+}
+
+// A job runs on the CPUs of the GPUs it took (runner/gpu_cpus.hpp), all of
+// them; a GPU without a share leaves the whole job unpinned rather than
+// squeezed onto the others' cores.
+TEST(GpuPool, AJobRunsOnTheCpusOfTheGpusItTook) {
+  GradeJobOptions o;
+  EXPECT_TRUE(o.cpus_for({0}).empty());
+  o.gpu_cpus = {{0, {0, 1, 16, 17}}, {1, {2, 3, 18, 19}}, {2, {8, 9}}};
+  EXPECT_EQ(o.cpus_for({1}), (std::vector<int>{2, 3, 18, 19}));
+  EXPECT_EQ(o.cpus_for({0, 1}), (std::vector<int>{0, 1, 2, 3, 16, 17, 18, 19}));
+  EXPECT_TRUE(o.cpus_for({2, 5}).empty());
+  EXPECT_TRUE(o.cpus_for({}).empty());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // rejection) returns the completion itself.
 #include "kzoo/jobs/grade_job.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -321,6 +322,7 @@ class Grading {
     g.memory_bytes = limits.memory_bytes;
     g.cpus = limits.cpus;
     g.gpus = o_.gpu_pool ? gpu_lease_.gpus() : o_.gpus;
+    g.cpu_affinity = o_.cpus_for(g.gpus);
     g.sandboxed = o_.sandboxed;
     // The board's guardrails are the judge's parameters (board/decision.hpp, shared with `kzoo grade`).
     const board::Rules* rules = ctx_.rules ? &*ctx_.rules : nullptr;
@@ -573,6 +575,18 @@ void finish(JobTransport& t, const store::Job& job, const GradeJobOptions& o, st
 }
 
 }  // namespace
+
+std::vector<int> GradeJobOptions::cpus_for(const std::vector<int>& job_gpus) const {
+  std::vector<int> out;
+  for (int g : job_gpus) {
+    auto it = gpu_cpus.find(g);
+    if (it == gpu_cpus.end()) return {};
+    out.insert(out.end(), it->second.begin(), it->second.end());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 JobReport grade_job(JobTransport& t, const store::Job& job, const GradeJobOptions& o) {
   JobReport rep;

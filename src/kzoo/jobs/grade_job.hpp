@@ -41,6 +41,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,6 +82,12 @@ struct GradeJobOptions {
   // slots. Each job takes its task's environment.gpus of them (one by default)
   // before its sandbox starts, instead of `gpus`.
   std::shared_ptr<GpuPool> gpu_pool;
+  // cuda: the CPUs each GPU's jobs run on (runner/gpu_cpus.hpp); a job runs on
+  // those of its GPUs. Empty: not pinned (a job's processes may use any CPU).
+  std::map<int, std::vector<int>> gpu_cpus;
+  // The CPUs a job on `job_gpus` runs on: the union of their shares, or empty
+  // (not pinned) unless every one of them has a share.
+  std::vector<int> cpus_for(const std::vector<int>& job_gpus) const;
   // The GPUs one job of this worker may take (cuda): the node's pool, else
   // `gpus`, else every GPU the machine shows; 0 when none is known. The claim
   // says it, so that a job needing more is left to a node that has them.

@@ -381,6 +381,7 @@ GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, cons
   spec.memory_bytes = o.memory_bytes ? o.memory_bytes : default_memory();
   spec.max_pids = o.max_pids;
   spec.cpus = o.cpus;
+  spec.cpu_affinity = o.cpu_affinity;
 
   SandboxOptions sopts;
   sopts.sandboxed = o.sandboxed;

@@ -44,6 +44,7 @@ struct GradeOptions {
   std::uint64_t max_pids = 4096;         // threads count too
   int cpus = 0;                          // CPU time of at most this many CPUs (the board's partition); 0: no cap
   std::vector<int> gpus;                 // cuda: the GPUs the run sees (nvidia-smi indices); empty: all
+  std::vector<int> cpu_affinity;         // the CPUs the run's processes start on (gpu_cpus.hpp); empty: any
   bool sandboxed = true;
   bool keep_workdir = false;
   std::string bwrap = default_bwrap_path();

@@ -71,6 +71,7 @@ struct SandboxSpec {
   std::uint64_t memory_bytes = 0;  // 0: unlimited
   std::uint64_t max_pids = 0;      // 0: unlimited
   int cpus = 0;                    // CPU time of at most this many CPUs (cgroup only); 0: unlimited
+  std::vector<int> cpu_affinity;   // the CPUs it runs on (sched_setaffinity, inherited); empty: any
   std::uint64_t tmpfs_bytes = 0;   // size of /tmp and /dev/shm each; 0: the kernel's default
   std::size_t stdout_cap = 4u << 20;
   std::size_t stderr_cap = 64u << 10;

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -21,6 +23,8 @@
 #include <unistd.h>
 
 #include "kzoo/runner/cgroup.hpp"
+#include "kzoo/runner/cpu_list.hpp"
+#include "kzoo/runner/gpu_cpus.hpp"
 #include "kzoo/runner/sandbox.hpp"
 #include "kzoo/runner/seccomp.hpp"
 
@@ -118,6 +122,8 @@ struct ChildPlan {
   uid_t uid;
   gid_t gid;
   rlim_t nproc, as;  // RLIM_INFINITY: leave
+  const cpu_set_t* affinity;  // nullptr: leave
+  std::size_t affinity_size;
 };
 
 // Runs in the forked child: async-signal-safe calls only.
@@ -136,6 +142,8 @@ struct ChildPlan {
     if (flags < 0 || ::fcntl(p.keep[i], F_SETFD, flags & ~FD_CLOEXEC) < 0) die(errno);
   }
   close_all_but(p.keep, p.nkeep);
+  // Before exec, so bwrap and everything the program starts inherit it.
+  if (p.affinity && ::sched_setaffinity(0, p.affinity_size, p.affinity) != 0) die(errno);
   struct rlimit core{0, 0};
   ::setrlimit(RLIMIT_CORE, &core);  // no core files in the workdir
   if (p.nproc != RLIM_INFINITY) {
@@ -230,6 +238,25 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
     result.warnings.push_back(w);
   }
 
+  // The CPUs the run may use, checked here so that a CPU this process may not
+  // use is an error naming it rather than a failed exec.
+  std::unique_ptr<cpu_set_t, void (*)(cpu_set_t*)> affinity(nullptr, [](cpu_set_t* p) { CPU_FREE(p); });
+  const std::size_t affinity_size = CPU_ALLOC_SIZE(kMaxCpu + 1);
+  if (!spec.cpu_affinity.empty()) {
+    auto allowed = allowed_cpus();
+    std::vector<int> missing;
+    for (int c : spec.cpu_affinity)
+      if (!std::binary_search(allowed.begin(), allowed.end(), c)) missing.push_back(c);
+    if (!missing.empty())
+      return fail("sandbox: CPUs " + format_cpu_list(missing) + " of the run's CPU set (" +
+                  format_cpu_list(spec.cpu_affinity) + ") are not ones this process may run on (" +
+                  format_cpu_list(allowed) + "): name CPUs from that list, or run without pinning");
+    affinity.reset(CPU_ALLOC(kMaxCpu + 1));
+    if (!affinity) return fail("sandbox: cannot allocate a CPU set");
+    CPU_ZERO_S(affinity_size, affinity.get());
+    for (int c : spec.cpu_affinity) CPU_SET_S(static_cast<std::size_t>(c), affinity_size, affinity.get());
+  }
+
   // Descriptors for the child.
   Fd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (dev_null.get() < 0) return fail(std::string("cannot open /dev/null: ") + std::strerror(errno));
@@ -274,7 +301,7 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
                  options.sandboxed ? nullptr : spec.workdir.c_str(),
                  dev_null.get(), out->second.get(), err->second.get(), go->first.get(),
                  exec_err->second.get(), keep.data(), static_cast<int>(keep.size()),
-                 root, run_uid, run_gid, nproc, as};
+                 root, run_uid, run_gid, nproc, as, affinity.get(), affinity_size};
 
   const auto started = Clock::now();
   pid_t pid = ::fork();

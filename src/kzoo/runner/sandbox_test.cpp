@@ -18,6 +18,8 @@
 #include <gtest/gtest.h>
 
 #include "kzoo/runner/cgroup.hpp"
+#include "kzoo/runner/cpu_list.hpp"
+#include "kzoo/runner/gpu_cpus.hpp"
 #include "kzoo/runner/test_support.hpp"
 
 namespace kzoo::runner {
@@ -335,6 +337,33 @@ TEST_F(SandboxTest, WithoutTheSandboxTheSameArgvRunsWithTheSameEnvAndLimits) {
   auto t = run(slow, o);
   EXPECT_TRUE(t.timed_out);
   if (detect_cgroup_version() != CgroupVersion::none) expect_daemon_dead(wd / "beat");
+}
+
+// A GPU job's processes stay on its GPU's cores (gpu_cpus.hpp): bwrap and all
+// it starts inherit the set, sandboxed or not.
+TEST_F(SandboxTest, TheRunAndEverythingItStartsStayOnItsCpuSet) {
+  auto allowed = allowed_cpus();
+  ASSERT_FALSE(allowed.empty());
+  const int cpu = allowed.back();
+  for (bool sandboxed : {true, false}) {
+    auto s = sh("grep Cpus_allowed_list /proc/self/status; sh -c 'grep Cpus_allowed_list /proc/self/status'");
+    s.cpu_affinity = {cpu};
+    SandboxOptions o;
+    o.sandboxed = sandboxed;
+    auto r = run(s, o);
+    EXPECT_TRUE(r.exited_ok()) << r.stderr_tail;
+    const std::string line = "Cpus_allowed_list:\t" + std::to_string(cpu) + "\n";
+    EXPECT_EQ(r.stdout_data, line + line) << (sandboxed ? "sandboxed" : "unsandboxed");
+  }
+}
+
+TEST_F(SandboxTest, ACpuThisProcessMayNotUseIsAnErrorNamingItAndNothingRuns) {
+  auto s = sh("touch ran");
+  s.cpu_affinity = {0, kMaxCpu};
+  auto r = run_sandbox(s);
+  ASSERT_FALSE(r);
+  EXPECT_THAT(r.error().message, HasSubstr("CPUs " + std::to_string(kMaxCpu) + " of the run's CPU set"));
+  EXPECT_FALSE(std::filesystem::exists(wd / "ran"));
 }
 
 TEST(GpuDeviceNodes, AJobOfSomeGpusGetsTheirNodesAndTheControlNodesAndNoOthers) {
