@@ -146,9 +146,33 @@ class _Worst:
         atol, rtol = bound if bound is not None else (1.0, 0.0)
         r = d.abs() / (atol + rtol * ef.abs())
         k = int(torch.argmax(r))
-        v = float(r[k])
+        self.offer(float(r[k]), start + k, float(of[k]), float(ef[k]))
+
+    def offer(self, v, flat, out, exp):
         if v > self.ratio or self.flat is None:
-            self.ratio, self.flat, self.out, self.exp = v, start + k, float(of[k]), float(ef[k])
+            self.ratio, self.flat, self.out, self.exp = v, flat, out, exp
+
+
+def _finite_chunk(of, ef, bound):
+    """The common case, a chunk with nothing non-finite, in fewer passes and one host sync:
+    (absmax, worst ratio, its index, out, expected, ||d||, ||ef||) with exactly the values
+    the general path computes (same float64 operations in the same order; with no bound the
+    ratio is |d| / (1 + 0 |ef|), which is |d| itself when ef is finite). None when the chunk
+    holds a NaN or Inf (d = of - ef is then not finite: a finite float64 difference of two
+    finite values of a narrower dtype cannot overflow, and a float64 one that does goes to
+    the general path, which is exact)."""
+    d = of - ef
+    if not bool(torch.isfinite(d).all()):
+        return None
+    a = d.abs()
+    if bound is None:
+        r = a
+    else:
+        atol, rtol = bound
+        r = torch.div(a, ef.abs().mul_(rtol).add_(atol))
+    k = torch.argmax(r)
+    vals = torch.stack([a.max(), r[k], k.to(torch.float64), of[k], ef[k], d.norm(), ef.norm()]).tolist()
+    return vals
 
 
 def _compare_values(o, e, spec, rowwise, bound=None):
@@ -162,6 +186,15 @@ def _compare_values(o, e, spec, rowwise, bound=None):
     worst = _Worst()
     for oc, ec, start in _chunks(o, e, cols):
         of, ef = _as_f64(oc, fmt), _as_f64(ec, fmt)
+        if not rowwise and of.numel():
+            fast = _finite_chunk(of, ef, bound)
+            if fast is not None:
+                cmax, ratio, k, out_k, exp_k, dn, en = fast
+                absmax = max(absmax, cmax)
+                worst.offer(ratio, start + int(k), out_k, exp_k)
+                dd += dn ** 2
+                ee += en ** 2
+                continue
         fin = torch.isfinite(ef)
         if bool(fin.all()) and bool(torch.isfinite(of).all()):
             d, ez = of - ef, ef  # the common case: nothing non-finite to match or mask
