@@ -51,8 +51,12 @@ class Worker {
   Result<std::optional<JobReport>> run_once();
 
   // run_once until `stop`; sleeps `idle` when nothing is queued. Returns the
-  // number of jobs handled.
-  std::int64_t run_loop(const std::atomic<bool>& stop, std::chrono::milliseconds idle = std::chrono::seconds(2));
+  // number of jobs handled. Half a second: a job queued while the worker
+  // idles waits 0.25 s on average for it (it was 1 s, out of a 20 s target
+  // from upload to verdict); the empty claims cost the state database 64 / 0.5
+  // = 128 a second with 64 idle workers, and only when there is no work
+  // (docs/SCALE.md, "Claims through PostgreSQL").
+  std::int64_t run_loop(const std::atomic<bool>& stop, std::chrono::milliseconds idle = std::chrono::milliseconds(500));
 
   const WorkerOptions& options() const { return o_; }
 
