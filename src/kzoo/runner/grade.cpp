@@ -166,7 +166,7 @@ Result<void> open_pipe(Pipe& p) {
 
 // Whatever is in the pipe once every writer is gone (the run is over and all its
 // processes were killed), up to `cap` bytes; the rest is discarded.
-std::string drain(int fd, std::size_t cap) {
+std::string drain_pipe(int fd, std::size_t cap) {
   std::string out;
   char buf[4096];
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -208,7 +208,7 @@ Result<HarnessRun> run_harness_step(const Workdir& w, const std::string& script,
   if (verdict.r >= 0) {
     ::close(verdict.w);  // ours; the program's copies died with it
     verdict.w = -1;
-    run.verdict = drain(verdict.r, kVerdictCap);
+    run.verdict = drain_pipe(verdict.r, kVerdictCap);
   }
   return run;
 }
