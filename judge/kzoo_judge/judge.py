@@ -613,10 +613,11 @@ class Judge:
         # during the grace instead of a sleep (they read only the snapshots): on an
         # H200 the grace (5 ms) was ~0.4 s of sleeping a grade.
         settled = time.monotonic() + self.opt.grace_ms / 1e3
-        late_checked = [False]
+        late_checked = False
 
         def late_writes():
-            late_checked[0] = True
+            nonlocal late_checked
+            late_checked = True
             left = settled - time.monotonic()
             if left > 0:
                 time.sleep(left)
@@ -639,7 +640,7 @@ class Judge:
                 v = compare.compare(snaps[i], expected, self.specs, self.task.comparator, self.task.tolerance,
                                     self.task.row_pass, bound=self.bound)
                 # Late writes are the first verdict, and the inputs are read after the grace.
-                if not late_checked[0]:
+                if not late_checked:
                     late_writes()
                 if self.task.read_only_inputs:
                     for k, (a, b) in enumerate(zip(st, pristine)):
@@ -653,7 +654,7 @@ class Judge:
                                                                          self._dims_key(dims), v.reason))
         except CaseFailure:
             # Work that finished late explains a wrong snapshot better than the values do.
-            if not late_checked[0]:
+            if not late_checked:
                 late_writes()
             raise
 

@@ -1,26 +1,24 @@
 #include "kzoo/runner/gpu_cpus.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <sched.h>
 
 #include "kzoo/runner/cpu_list.hpp"
+#include "kzoo/util/read_file.hpp"
 
 namespace kzoo::runner {
 namespace fs = std::filesystem;
 namespace {
 
-Result<std::string> read_small(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return fail("cannot read " + path);
-  std::string s;
-  std::getline(in, s, '\0');
-  if (s.size() > 65536) return fail(path + " is larger than 64 KiB");
-  return s;
-}
+// sysfs and procfs files of a few lines.
+Result<std::string> read_small(const std::string& path) { return util::read_file_capped(path, 64u << 10); }
 
 // "Device Minor:     3" in the driver's information file.
 Result<int> device_minor(const std::string& info_path) {
@@ -115,12 +113,8 @@ Result<GpuCpuShares> gpu_cpu_shares(const std::vector<int>& allowed_in, const st
     auto cores = cores_of(cpus, root);
     const std::size_t k = gpus.size(), n = cores.size();
     if (n < k) {
-      out.notes.push_back("GPUs " + [&] {
-        std::string s;
-        for (int g : gpus) s += (s.empty() ? "" : ",") + std::to_string(g);
-        return s;
-      }() + " share CPUs " + format_cpu_list(cpus) + ": fewer cores (" + std::to_string(n) + ") than GPUs, so each " +
-                          "job may run on all of them");
+      out.notes.push_back(fmt::format("GPUs {} share CPUs {}: fewer cores ({}) than GPUs, so each job may run on all of them",
+                                      fmt::join(gpus, ","), format_cpu_list(cpus), n));
       for (int g : gpus) out.cpus[g] = cpus;
       continue;
     }
