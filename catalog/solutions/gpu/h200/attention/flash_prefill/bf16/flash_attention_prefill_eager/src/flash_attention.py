@@ -1,83 +1,82 @@
-# Causal flash attention (forward) in Triton, FlashAttention-2's schedule: one
-# program per (query tile, batch x head); K/V streamed in column tiles (at long
-# sequences the tile sizes, warps and pipeline depth are autotuned per sequence
-# length and head size; short ones take one fixed config, so the compiles stay few)
-# through an online softmax in base 2 (the scale folded into log2(e)), so the
-# [T, T] scores never leave the chip. Tiles left of the diagonal run unmasked;
-# only the diagonal tiles pay for the causal mask, and tiles right of it are
-# never loaded. Query tiles are issued longest first to even out the tail.
-
+# Causal flash attention (prefill, bf16) as a CUDA C++ kernel for sm_90a (fa3_sm90.cu):
+# FlashAttention-3's core. One CTA per (128-query block, batch x head), a producer warp loading
+# Q once and 128-key K, V tiles by TMA into a ring guarded by mbarriers, two consumer
+# warpgroups of 64 query rows each: S = Q K^T by wgmma from shared memory, the online softmax
+# in registers (exp2, scale folded), O += P V by wgmma with P from registers and V as the
+# transposed (MN-major) operand, the next block's S overlapped with this block's softmax.
+# Key blocks past the diagonal are skipped, the diagonal block masked; T need not be a multiple
+# of 128 (TMA zero-fills, the stores are masked).
+#
+# Shapes the kernel does not take (head dim other than 64 or 128, other dtypes, misaligned
+# tensors, not a 9.0 device, more than 65535 batch x heads) go through the reference maths in
+# float32: exact, slow, no correctness shape hits it. Non-contiguous inputs are made contiguous.
+import importlib.util
 import math
+import os
 
 import torch
-import triton
-import triton.language as tl
 
-LOG2E = 1.4426950408889634
-
-
-# BLOCK_N divides BLOCK_M in every config: the diagonal block is whole tiles.
-CONFIGS = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
-           for bm, bn, w, s in ((128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3))]
-TUNE_FROM_T = 1024
-
-
-@triton.jit
-def _attn_fwd(Q, K, V, O, T, qk_scale,
-              HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    start_m = tl.cdiv(T, BLOCK_M) - 1 - tl.program_id(0)
-    bh = tl.program_id(1).to(tl.int64)
-    base = bh * T * HEAD_D
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_D)
-    q = tl.load(Q + base + offs_m[:, None] * HEAD_D + offs_d[None, :], mask=offs_m[:, None] < T, other=0.0)
-    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_D], dtype=tl.float32)
-    # Columns left of this tile's diagonal block: every query row sees all of them.
-    lo = start_m * BLOCK_M
-    for start_n in range(0, lo, BLOCK_N):
-        cols = start_n + offs_n
-        k = tl.load(K + base + cols[None, :] * HEAD_D + offs_d[:, None])
-        s = tl.dot(q, k) * qk_scale
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.math.exp2(s - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(V + base + cols[:, None] * HEAD_D + offs_d[None, :])
-        acc = tl.dot(p.to(tl.bfloat16), v, acc * alpha[:, None])
-        m_i = m_new
-    # The diagonal block: causal mask (and the ragged end of the sequence).
-    hi = tl.minimum(lo + BLOCK_M, T)
-    for start_n in range(lo, hi, BLOCK_N):
-        cols = start_n + offs_n
-        k = tl.load(K + base + cols[None, :] * HEAD_D + offs_d[:, None], mask=cols[None, :] < T, other=0.0)
-        s = tl.dot(q, k) * qk_scale
-        s = tl.where(offs_m[:, None] >= cols[None, :], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.math.exp2(s - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(V + base + cols[:, None] * HEAD_D + offs_d[None, :], mask=cols[:, None] < T, other=0.0)
-        acc = tl.dot(p.to(tl.bfloat16), v, acc * alpha[:, None])
-        m_i = m_new
-    out = acc / l_i[:, None]
-    tl.store(O + base + offs_m[:, None] * HEAD_D + offs_d[None, :], out.to(tl.bfloat16), mask=offs_m[:, None] < T)
+HERE = os.path.dirname(os.path.abspath(__file__))
+# K+V stages of 64 KiB at D = 128 (Q 32 KiB): 2 -> 160 KiB; 32 KiB stages at D = 64 (Q 16 KiB):
+# 4 -> 144 KiB. FA3's ping-pong of the two consumer warpgroups on; one CTA per tile, not a
+# persistent grid (the H200 lab run of 2026-12-02: the persistent grid was 0-8% slower at every
+# graded shape; lab/flash-attention-prefill/NOTES.md).
+STAGES128 = 2
+STAGES64 = 4
+PINGPONG = 1
+PERSISTENT = 0
 
 
-_attn_fwd_tuned = triton.autotune(configs=CONFIGS, key=["T", "HEAD_D"])(_attn_fwd)
+def _load_build():
+    # By path under a name of its own, so that two copies of this package (a lab, an A/B)
+    # imported into one process keep their own libraries.
+    name = "_kzoo_fa3_build_" + hex(abs(hash(HERE)))[2:]
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, "_build.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_build = _load_build()
+_lib = _build.load(STAGES128, STAGES64, PINGPONG)
+
+
+def _reference(q, k, v):
+    T, D = q.shape[-2], q.shape[-1]
+    scores = torch.matmul(q.float(), k.float().transpose(-1, -2)) * (1.0 / math.sqrt(D))
+    future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+    scores = scores.masked_fill(future, float("-inf"))
+    p = torch.softmax(scores, dim=-1)
+    return torch.matmul(p, v.float()).to(torch.bfloat16)
+
+
+def _kernel_ok(q, k, v):
+    if q.dim() != 4 or q.shape != k.shape or q.shape != v.shape:
+        return False
+    if not (q.is_cuda and k.device == q.device and v.device == q.device):
+        return False
+    if q.dtype != torch.bfloat16 or k.dtype != torch.bfloat16 or v.dtype != torch.bfloat16:
+        return False
+    if torch.cuda.get_device_capability(q.device) != (9, 0):
+        return False
+    B, H, T, D = q.shape
+    return D in (64, 128) and 0 < B * H <= 65535 and 0 < T < 2 ** 31 // 128
 
 
 def flash_attention(q, k, v):
     B, H, T, D = q.shape
+    if q.numel() == 0:
+        return torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
+    if not _kernel_ok(q, k, v):
+        return _reference(q, k, v)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    o = torch.empty_like(q)
-    if B * H * T == 0:
-        return o
-    grid = lambda meta: (triton.cdiv(T, meta["BLOCK_M"]), B * H)  # noqa: E731
-    if T >= TUNE_FROM_T:
-        _attn_fwd_tuned[grid](q, k, v, o, T, LOG2E / math.sqrt(D), HEAD_D=D)
-    else:
-        _attn_fwd[grid](q, k, v, o, T, LOG2E / math.sqrt(D), HEAD_D=D, BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)
-    return o
+    if q.data_ptr() % 16 or k.data_ptr() % 16 or v.data_ptr() % 16:
+        return _reference(q, k, v)
+    out = torch.empty_like(q)
+    with torch.cuda.device(q.device):
+        stream = torch.cuda.current_stream(q.device).cuda_stream
+        rc = _lib.kzoo_fa3_prefill(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), B * H, T, D,
+                                   PERSISTENT, stream)
+    if rc:
+        raise RuntimeError("fa3_sm90 launch failed: %d" % rc)
+    return out

@@ -1,32 +1,33 @@
-// Block-scaled fp8 GEMM for sm_90a (issue 20; lab round 6 wrote it as cuda1, round 7 widened its
-// tile to 128x192 as n192): each consumer warpgroup issues m64n192k32 wgmmas.
+// Block-scaled fp8 GEMM for sm_90a (issue 20; lab round 8's `epi`, the catalog's solution since
+// 2026-12-02): round 7's solution n192 (128x192
+// CTA tile, m64n192k32 wgmmas, promotion once per 128-deep scale block) with ONE change: the
+// epilogue goes registers -> shared memory -> TMA store instead of bf16 pairs straight to global.
 //
-// Hypothesis: at 128x128 every k32 wgmma reads A (2 KiB) + B (4 KiB) from shared memory per
-// 64 tensor cycles (96 B/clk) while TMA writes 32 KiB per stage (64 B/clk at full rate): above
-// the SM's 128 B/clk of shared memory. n192 reads 8 KiB per 96 cycles (85 B/clk) and TMA fills
-// 40 KiB per 768 cycles (53 B/clk), and the warpgroups issue a third fewer wgmmas and waits per
-// flop. Registers (promotion every 128 products): 96 accumulators + 96 partials a thread, inside
-// setmaxnreg's 232. 5 stages of 40 KiB.
+// Hypothesis: the solution's epilogue issues 48 4-byte global stores a thread, each warp's store
+// covering 8 rows x 16 bytes (half of each 32-byte sector), while the warpgroup's next tile waits
+// behind them; the producer keeps loading, but the warpgroup's tensor work stops. Here each
+// consumer warpgroup writes its 64x192 bf16 block as three 64x64 boxes (128-byte swizzle: bank-
+// conflict-free st.shared.b32 from the wgmma fragment) into a region of its own, one thread
+// issues three cp.async.bulk.tensor stores (commit_group) and the warpgroup goes straight on to
+// the next tile's mainloop; the region is reused only after cp.async.bulk.wait_group.read 0 at
+// the next tile's epilogue (a tile's mainloop later: free). TMA clips the boxes at M and N, so no
+// masks. Shared memory: 3 boxes x 8 KiB x 2 warpgroups = 48 KiB, so the ring has 4 stages of 40
+// KiB (208 KiB in all; with 5 stages only one 8 KiB box a warpgroup fits and the three boxes
+// would wait on each other: EPI_SLOTS below, compiled with -DKZOO_STAGES=5 too). The output
+// tensor map needs N % 8 == 0 (16-byte row stride); other N take the solution's register epilogue.
 //
-// The tile's 192 columns straddle two of B's 128-column scale blocks: tile tn starts at
-// 192*tn, i.e. at offset 0 (tn even) or 64 (tn odd) of a scale block, so n8 blocks 0-7 of the
-// fragment always take the lower block's scale, 16-23 the upper's, and 8-15 the lower's when
-// tn is even, the upper's when odd (a select per stage, not per element).
-//
-// Needs K % 16 == 0 (TMA's 16-byte global stride rule) and 16-byte-aligned bases; the Python
-// module sends every other shape to a dequantise-then-matmul path. Out-of-bounds rows and K
-// columns arrive as zeros from TMA; the stores are masked.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifndef KZOO_PROMOTE
 #define KZOO_PROMOTE 128
 #endif
 #ifndef KZOO_STAGES
-#define KZOO_STAGES 5
+#define KZOO_STAGES 4
 #endif
 
 namespace {
@@ -38,8 +39,13 @@ constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BY
 constexpr int THREADS = 384;                 // warpgroup 0: producer; 1, 2: consumers
 constexpr int CONSUMER_WARPS = 8;
 constexpr int GROUP_M = 16;                  // tile rows per band of the grouped order
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;  // + 1024: alignment
-static_assert(KZOO_PROMOTE == 128, "n192 promotes once per scale block only (registers)");
+// Epilogue staging: per consumer warpgroup EPI_SLOTS boxes of 64 rows x 64 bf16 columns (128 B
+// rows, 128-byte swizzle, 1024-aligned), after the ring.
+constexpr int EPI_BOX = 64 * 64 * 2;
+constexpr int EPI_SLOTS = STAGES >= 5 ? 1 : 3;
+constexpr int EPI_BYTES = 2 * EPI_SLOTS * EPI_BOX;
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8 + 1024;  // + 1024: alignment
+static_assert(KZOO_PROMOTE == 128, "epi promotes once per scale block only (registers)");
 static_assert(SMEM_BYTES <= 232448, "shared memory");
 
 __device__ __forceinline__ uint32_t su32(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
@@ -66,6 +72,26 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
       ::"r"(dst), "l"((uint64_t)map), "r"(bar), "r"(c0), "r"(c1) : "memory");
+}
+
+// ---- TMA store of a shared-memory box (bulk async-group completion, PTX ISA 9.7.9.25) ----
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+               ::"l"((uint64_t)map), "r"(src), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait0() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// The generic-proxy writes to shared memory made visible to the async proxy (TMA) that reads them.
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Named barrier of one consumer warpgroup (ids 1, 2; 0 is __syncthreads); immediate ids, so
+// ptxas reserves three barriers, not sixteen.
+__device__ __forceinline__ void wg_bar(int cw) {
+  if (cw == 0) asm volatile("bar.sync 1, 128;" ::: "memory");
+  else asm volatile("bar.sync 2, 128;" ::: "memory");
+}
+__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }
 
 // ---- wgmma ----
@@ -136,12 +162,14 @@ __device__ __forceinline__ void issue(float (&p)[NACC], uint64_t da, uint64_t db
 
 __global__ void __launch_bounds__(THREADS, 1)
 fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                const __grid_constant__ CUtensorMap tmC, int tma_store,
                 const float* __restrict__ A_scale, const float* __restrict__ B_scale,
                 __nv_bfloat16* __restrict__ out, int M, int N, int K) {
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = su32(smem_raw);
   const uint32_t base = (raw + 1023) & ~1023u;  // SW128 tiles need 1024-byte alignment
-  const uint32_t bar_full = base + STAGES * STAGE_BYTES, bar_empty = bar_full + STAGES * 8;
+  const uint32_t epi = base + STAGES * STAGE_BYTES;  // the epilogue's boxes
+  const uint32_t bar_full = epi + EPI_BYTES, bar_empty = bar_full + STAGES * 8;
 
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
   const int nkb = (K + BK - 1) / BK;
@@ -155,6 +183,7 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&tmA) : "memory");
     asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&tmB) : "memory");
+    if (tma_store) asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&tmC) : "memory");
   }
   __syncthreads();
 
@@ -234,6 +263,41 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
     }
     it += nkb;
 
+    if (tma_store) {
+      // Epilogue through shared memory and TMA: box b holds the tile's columns 64b..64b+63 of
+      // this warpgroup's 64 rows; fragment n8 block j = 8b + i goes to 16-byte chunk i of its
+      // 128-byte row, swizzled (chunk i ^ (row % 8), the layout SWIZZLE_128B reads back).
+      const uint32_t ebase = epi + cw * (EPI_SLOTS * EPI_BOX);
+      const bool leader = (threadIdx.x % 128) == 0;
+      const int er = warp * 16 + lane / 4;  // row within the warpgroup's 64 (+8 for h = 1)
+#pragma unroll
+      for (int b = 0; b < BN / 64; ++b) {
+        const uint32_t slot = ebase + (b % EPI_SLOTS) * EPI_BOX;
+        if (b % EPI_SLOTS == 0) {  // the region's earlier stores must have read it
+          if (leader) bulk_wait_read0();
+          wg_bar(cw);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = er + 8 * h;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) {
+            const int j = 8 * b + i;
+            __nv_bfloat162 v = __floats2bfloat162_rn(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+            st_shared_b32(slot + r * 128 + ((i ^ (r & 7)) << 4) + 4 * (lane % 4), *reinterpret_cast<uint32_t*>(&v));
+          }
+        }
+        fence_async_smem();
+        wg_bar(cw);
+        const int x = tn * BN + 64 * b, y = tm * BM + cw * 64;
+        if (leader) {
+          if (x < N && y < M) tma_store_2d(&tmC, slot, x, y);  // TMA clips a box that crosses N or M
+          bulk_commit();
+        }
+      }
+      continue;
+    }
+
     // Epilogue: bf16 straight from the registers, masked at the edges; column pairs as one
     // 4-byte store where N is even (then every pair's address is 4-byte aligned).
     const int col0 = tn * BN + 2 * (lane % 4);
@@ -255,6 +319,8 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
       }
     }
   }
+  // The last boxes' reads of shared memory must finish before the CTA exits.
+  if (tma_store && (threadIdx.x % 128) == 0) bulk_wait0();
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
@@ -283,6 +349,19 @@ bool make_map(CUtensorMap* map, const void* ptr, int rows, int K, int box_rows) 
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// out [M, N] bf16, N contiguous, box [64 rows, 64 columns], 128B swizzle; needs N % 8 == 0 (the
+// 16-byte global stride rule) and a 16-byte-aligned base.
+bool make_out_map(CUtensorMap* map, void* ptr, int M, int N) {
+  auto fn = encode_fn();
+  if (!fn || N % 8 || (uintptr_t)ptr % 16) return false;
+  cuuint64_t dims[2] = {(cuuint64_t)N, (cuuint64_t)M};
+  cuuint64_t strides[1] = {(cuuint64_t)N * 2};
+  cuuint32_t box[2] = {64, 64};
+  cuuint32_t estr[2] = {1, 1};
+  return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 }  // namespace
 
 // Returns 0 on success, a cudaError_t, or -1 when a tensor map could not be made.
@@ -296,11 +375,13 @@ extern "C" int kzoo_fp8_blockscale_gemm(const void* A, const float* A_scale, con
     cudaError_t e = cudaFuncSetAttribute(fp8_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
     if (e != cudaSuccess) { num_sms = 0; return (int)e; }
   }
-  CUtensorMap ma, mb;
+  CUtensorMap ma, mb, mc;
   if (!make_map(&ma, A, M, K, BM) || !make_map(&mb, B, N, K, BN)) return -1;
+  memset(&mc, 0, sizeof(mc));
+  const int tma_store = make_out_map(&mc, out, M, N) ? 1 : 0;  // else the register epilogue
   const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   const int grid = tiles < num_sms ? tiles : num_sms;
-  fp8_gemm_kernel<<<grid, THREADS, SMEM_BYTES, (cudaStream_t)stream>>>(ma, mb, A_scale, B_scale,
+  fp8_gemm_kernel<<<grid, THREADS, SMEM_BYTES, (cudaStream_t)stream>>>(ma, mb, mc, tma_store, A_scale, B_scale,
                                                                        (__nv_bfloat16*)out, M, N, K);
   return (int)cudaGetLastError();
 }
