@@ -102,6 +102,10 @@ class Child:
         # calibration calls, by their length (Judge._calibrate, timing.TailFloors); a shape not
         # calibrated in this child gets the device-wide window.
         self.tail_floors = {}
+        # The floors of the calls that spin the device (Judge._calibrate_floors), measured once a
+        # child at its first calibrated shape and shared by every shape: they time the harness's
+        # drain after the call, which never touches the shape's tensors.
+        self.level_floors = None
         if wait:
             self.finish_setup()
 

@@ -552,3 +552,71 @@ class FloorCalibrationInputs(unittest.TestCase):
             self.assertEqual([(tuple(t.shape), t.dtype) for t in st], [(tuple(t.shape), t.dtype) for t in want])
         ptrs = [t.data_ptr() for st in handed for t in st]
         self.assertEqual(len(set(ptrs)), len(ptrs), "every call's tensors are its own allocation")
+
+
+class FloorCalibrationOnceAChild(unittest.TestCase):
+    """Judge._calibrate_cases on a GPU (driven here with stubs): the levels that spin the device
+    are measured once a child, at its first shape, and every shape's floors are those levels
+    beside its own trivial level; a second child (the other side of an A/B run, a restart) is
+    calibrated anew, and a shape calibrated already is not calibrated again."""
+
+    def _judge(self, calibrated):
+        from types import SimpleNamespace
+        from kzoo_judge import timing
+        from kzoo_judge.judge import Judge
+        task = taskmod.Task(h.softmax_task())
+        trivial_tail = iter(range(10_000, 10_000_000, 1000))  # each shape's trivial tails its own
+
+        def one_by_one(child, n, make_set, out_slot, go, opts):
+            return [], [0] * n, [next(trivial_tail)] * n, [], 0
+
+        def calibrate_floors(child, dims, key, trivial, out_slot, floors):
+            calibrated.append((id(child), key))
+            for us in timing.FLOOR_LEVELS_US:
+                floors.add([us * 1000] * 3, [us * 10] * 3)
+        return SimpleNamespace(task=task, device="cuda", opt=SimpleNamespace(pad_us=1000.0, warm_us=2000.0),
+                               timing_dims=lambda case: (case.dims, ""), _dims_key=Judge._dims_key,
+                               _arena_bytes=lambda dims, n: (0, 0), _arenas=lambda child, dims, n: None,
+                               _paced=lambda: True, _one_by_one=one_by_one, _check_tails=Judge._check_tails,
+                               _calibrate_floors=calibrate_floors)
+
+    def test_the_levels_are_measured_once_a_child_and_shared_by_its_shapes(self):
+        from types import SimpleNamespace
+        from kzoo_judge import timing
+        from kzoo_judge.judge import Judge
+        calibrated = []
+        judge = self._judge(calibrated)
+        cases = [SimpleNamespace(dims={"R": r, "C": 16}) for r in (8, 16, 32)]
+        child = SimpleNamespace(sleep_rate=1.0, tail_floors={}, level_floors=None)
+        overheads = {}
+        Judge._calibrate_cases(judge, child, cases, overheads)
+        self.assertEqual(len(calibrated), 1, "one child, one calibration of the levels")
+        self.assertEqual(calibrated[0][1], Judge._dims_key(cases[0].dims))
+        keys = [Judge._dims_key(c.dims) for c in cases]
+        self.assertEqual(sorted(child.tail_floors), sorted(keys))
+        trivial = set()
+        for key in keys:
+            levels = child.tail_floors[key].levels
+            self.assertEqual(len(levels), 1 + len(timing.FLOOR_LEVELS_US), key)
+            self.assertEqual(levels[1:], [(us * 1000, us * 10) for us in timing.FLOOR_LEVELS_US], key)
+            self.assertEqual(levels[0][0], 0, "the trivial level leads")
+            trivial.add(levels[0][1])
+        self.assertEqual(len(trivial), 3, "each shape keeps its own trivial level")
+        self.assertEqual(set(overheads), set(keys))
+
+        Judge._calibrate_cases(judge, child, cases, overheads)
+        self.assertEqual(len(calibrated), 1, "a shape calibrated already is not calibrated again")
+        other = SimpleNamespace(sleep_rate=1.0, tail_floors={}, level_floors=None)
+        Judge._calibrate_cases(judge, other, cases, overheads)
+        self.assertEqual([c for c, _ in calibrated], [id(child), id(other)], "a second child is calibrated anew")
+        self.assertEqual(sorted(other.tail_floors), sorted(keys))
+
+    def test_a_device_without_a_sleep_rate_gets_the_trivial_level_only(self):
+        from types import SimpleNamespace
+        from kzoo_judge.judge import Judge
+        calibrated = []
+        judge = self._judge(calibrated)
+        child = SimpleNamespace(sleep_rate=0.0, tail_floors={}, level_floors=None)
+        Judge._calibrate_cases(judge, child, [SimpleNamespace(dims={"R": 8, "C": 16})], {})
+        self.assertEqual(calibrated, [])
+        self.assertEqual([len(f.levels) for f in child.tail_floors.values()], [1])
