@@ -71,7 +71,8 @@ class Incumbent:
             self.error = "the incumbent has no %s under %s" % (self.j.task.module, self.src_dir)
             return
         try:
-            self.child = Child(self.src_dir, self.j.device, self.j.l2_bytes, wait=False)
+            early = self.j.early.take(self.src_dir, self.j.device) if self.j.early is not None else None
+            self.child = Child(self.src_dir, self.j.device, self.j.l2_bytes, wait=False, spawned=early)
             for other in starting:
                 other.finish_setup()
             self.child.finish_setup()

@@ -16,6 +16,42 @@ from . import task as taskmod
 
 PR_SET_DUMPABLE = 4
 
+# (what, seconds since the process started) at the steps of benchmark.py before the judge's own
+# clock starts (Judge.phases), logged when it does: on an H200 that stretch was 3.8 s of a
+# 13.4 s grade, and the judge's phases do not see it.
+_STARTUP = []
+
+
+def _process_age_s():
+    """Seconds since this process started (its start time in /proc/self/stat against
+    /proc/uptime, to a clock tick); None where unreadable."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+        return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _mark(what):
+    age = _process_age_s()
+    if age is not None:
+        _STARTUP.append((what, age))
+
+
+def _startup_summary():
+    """"started 3.41 s ago: interpreter and kzoo_judge 0.31 s, torch and the seed 2.02 s, ...":
+    the stretch before the judge's clock, step by step; None without marks."""
+    if not _STARTUP:
+        return None
+    parts, last = [], 0.0
+    for what, age in _STARTUP:
+        parts.append("%s %.2f s" % (what, age - last))
+        last = age
+    return "started %.2f s before its clock: %s" % (last, ", ".join(parts))
+
 
 def harden_judge():
     """Non-dumpable: /proc/<judge>/{mem,environ,fd} become unreadable to the
@@ -231,6 +267,9 @@ def run_judge(task, cases, secret, device, module_dir, options, kernel_id, runne
     j = None
     try:
         prov = provenance(device, task_path, rules or os.environ.get("KZOO_RULES_COMMIT"))
+        if _STARTUP:
+            _mark("the device and provenance")
+            print("kzoo-judge: %s" % _startup_summary(), file=sys.stderr, flush=True)
         j = Judge(task, secret, device, module_path, module_dir, opt, dev_class, l2_bytes(device, dev_class), kernel_id, runner_id,
                   device_class_name=class_name, provenance=prov, early=early)
         return j.run(cases)
@@ -257,12 +296,14 @@ def internal_error_document(cases, kernel_id, runner_id, device, message):
 
 def run_package_benchmark(metas, argv=None):
     """benchmark.py's whole job: judge the package in the current workdir, print one document."""
+    _mark("interpreter and kzoo_judge")
     harden_judge()
     verdict_fd = take_verdict_fd()
     # The first child starts now, before this process imports torch (read_secret does): the
     # two imports run at once (spawn.py). Its environment has neither the seed's descriptor
-    # nor the verdict channel's, and it inherits no descriptor but its socket.
-    early = spawn.early(os.path.join(os.getcwd(), "src"), os.environ.get("KZOO_DEVICE"))
+    # nor the verdict channel's, and it inherits no descriptor but its socket. So does the
+    # incumbent's, in an A/B run.
+    early = spawn.early(os.path.join(os.getcwd(), "src"), os.environ.get("KZOO_DEVICE"), _incumbent_src())
     try:
         return _judge_package(metas, argv, early, verdict_fd)
     finally:
@@ -270,8 +311,22 @@ def run_package_benchmark(metas, argv=None):
             early.kill()  # a no-op once the judge took it
 
 
+def _incumbent_src():
+    """The A/B run's incumbent folder from KZOO_OPTIONS, read before torch's import only to start
+    its child early; None when there is none or the options do not parse (the judge reports
+    what is wrong with them)."""
+    try:
+        options = json.loads(os.environ.get("KZOO_OPTIONS") or "{}")
+        src = options.get("incumbent_src") if isinstance(options, dict) else None
+    except ValueError:
+        return None
+    return os.path.abspath(src) if isinstance(src, str) and src else None
+
+
 def _judge_package(metas, argv, early, verdict_fd):
+    _mark("the early children")
     secret = read_secret()
+    _mark("torch and the seed")
     argv = sys.argv[1:] if argv is None else argv
     only = None
     if argv:

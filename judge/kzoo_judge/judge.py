@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from . import ab, arena, bell, channel, compare, dtypes, freezer, gates, inputs, profiling, reference, spin, task, timing
+from . import ab, arena, bell, channel, compare, dtypes, freezer, gates, inputs, profiling, reference, spawn, spin, task, timing
 from .arena import overlap, span
 from .channel import Child, ChildFailure
 
@@ -106,7 +106,7 @@ class Judge:
     def __init__(self, task, secret, device, module_path, src_dir, options, device_class, l2_bytes,
                  kernel_id="local", runner_id="local", device_class_name=None, provenance=None, early=None):
         self.task = task
-        self.early = early  # spawn.Early: the child entry.py started before torch, for the first child (entry.py kills it if untaken)
+        self.early = early  # spawn.Pool: children started ahead of their turn (entry.py kills those untaken)
         self.secret = secret
         self.device = device
         self.module_path = module_path
@@ -161,6 +161,8 @@ class Judge:
         try:
             if self.ab is not None:
                 self.ab.ensure(cases, starting=[fresh])
+            if self.early is not None:
+                self.early.kill()  # an incumbent's child that ab did not take must not linger
             fresh.finish_setup()
         except BaseException:
             fresh.kill()
@@ -272,6 +274,18 @@ class Judge:
                 self.child.kill()
             self._start_child(cases)
 
+    def _start_standby(self):
+        """A/B: the submission is timed in a fresh child after its correctness trials (run());
+        that child is started now, so that its interpreter, torch import and CUDA context come
+        up while the trials run. Started after them, they were ~3.9 s of an A/B job on an H200
+        (docs/GPU.md, session 17). It loads nothing until it is taken (_start_child), and is
+        killed untaken when the trials fail (_drop_all)."""
+        if self.ab is None or not self.ab.usable():
+            return
+        if self.early is None:
+            self.early = spawn.Pool(self.device)
+        self.early.start(self.src_dir)
+
     def _drop_child(self):
         if self.child is not None:
             self.child.kill()
@@ -279,6 +293,8 @@ class Judge:
 
     def _drop_all(self):
         self._drop_child()
+        if self.early is not None:
+            self.early.kill()
         if self.ab is not None:
             self.ab.drop()
         self.freezer.kill_all()  # whatever the children left behind (freezer.py)
@@ -829,6 +845,7 @@ class Judge:
             with self.phases("child start and import"):
                 self._ensure_child(cases)
             log("child ready (%s); correctness trials next" % self.phases.summary())
+            self._start_standby()
             if self.child.pad_note:
                 log("launch pad: %s" % self.child.pad_note)
             workloads = sorted({c.workload for c in cases})
@@ -873,7 +890,8 @@ class Judge:
                                                       "correctness trials: %s" % corr_fail))
         dims, note = self.timing_dims(case)
         try:
-            self._ensure_child(cases)
+            with self.phases("child start and import"):  # the A/B's fresh timing child, a restart
+                self._ensure_child(cases)
             retried_before = self.retried
             samples, flagged, figures, overhead = self.timed(case, dims, verdicts)
             with self.phases("profiler pass"):

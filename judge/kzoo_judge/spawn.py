@@ -108,13 +108,53 @@ class Early:
         self.proc = self.sock = None
 
 
-def early(workdir, device):
-    """entry.py's early child, or None where it cannot start one (no src/, an unknown device:
-    the judge then starts its children as it always did)."""
-    if device not in ("cpu", "cuda") or not os.path.isdir(workdir):
+class Pool:
+    """Children started ahead of their turn (Early): entry.py's, one for the submission's src/
+    and, in an A/B run, one for the incumbent's; later the judge's standby for the submission's
+    timing child (Judge.run). Each is taken once by the judge's child of its workdir and device;
+    kill() ends every one not taken, and the pool can start more after it."""
+
+    def __init__(self, device):
+        self.device = device
+        self.members = []
+
+    def start(self, workdir):
+        """One more child for `workdir`; False where none started (no such folder, an unknown
+        device, a failed spawn: the judge then starts its own, as it always did)."""
+        if self.device not in ("cpu", "cuda") or not os.path.isdir(workdir):
+            return False
+        try:
+            self.members.append(Early(workdir, self.device))
+            return True
+        except OSError as e:
+            print("kzoo-judge: a child did not start ahead of its turn (%s); the judge starts its own" % e,
+                  file=sys.stderr)
+            return False
+
+    def take(self, workdir, device):
+        """(process, socket) of a live untaken child of `workdir` and `device`, or None."""
+        for m in self.members:
+            if m.proc is not None and (m.workdir, m.device) == (workdir, device):
+                got = m.take(workdir, device)  # a dead one is killed and skipped
+                if got is not None:
+                    return got
         return None
-    try:
-        return Early(workdir, device)
-    except OSError as e:
-        print("kzoo-judge: the early child did not start (%s); the judge starts its own" % e, file=sys.stderr)
+
+    def kill(self):
+        for m in self.members:
+            m.kill()
+        self.members = []
+
+
+def early(workdir, device, incumbent=None):
+    """entry.py's pool: the submission's child and, for an A/B run (`incumbent`, the incumbent's
+    source folder), the incumbent's, both started before the judge imports torch; None where no
+    child could start (no src/, an unknown device: the judge then starts its children as it
+    always did). Why the incumbent's too: started after the judge's torch import, its interpreter,
+    torch and CUDA context were 3.3 s of an A/B job on an H200 (docs/GPU.md, session 17)."""
+    pool = Pool(device)
+    if not pool.start(workdir):
         return None
+    if incumbent:
+        pool.start(incumbent)
+    return pool

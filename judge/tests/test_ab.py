@@ -4,7 +4,7 @@ import json
 import os
 import unittest
 
-from kzoo_judge import channel, entry, inputs, timing
+from kzoo_judge import channel, entry, inputs, spawn, timing
 from kzoo_judge import task as taskmod
 from kzoo_judge.judge import Options
 
@@ -37,17 +37,21 @@ def catalog_softmax_task():
         return json.load(f)
 
 
-def judge_ab(candidate, incumbent, options=None, task_raw=None, device="cpu"):
-    """One judge run of `candidate` with `incumbent` as the A/B baseline. Returns the document."""
+def judge_ab(candidate, incumbent, options=None, task_raw=None, device="cpu", early=False):
+    """One judge run of `candidate` with `incumbent` as the A/B baseline. Returns the document.
+    early: both children started ahead of the judge, as entry.py starts them (spawn.early);
+    then returns (the document, the pool)."""
     task = taskmod.Task(json.loads(json.dumps(task_raw or h.softmax_task())))
     cand, inc = h.Sandbox(candidate, task.module), h.Sandbox(incumbent, task.module)
+    pool = spawn.early(cand.src, device, incumbent=inc.src) if early else None
     try:
         opts = dict(h.FAST, iterations=24, warmup=3, batch=4)
         opts.update(options or {})
         opts["incumbent_src"] = inc.src
         cases = entry.cases_from_workload(task)
-        return entry.run_judge(task, cases, inputs.Secret(b"a" * 32), device, cand.src, Options(opts, device),
-                               "test/kernel", "test-runner")
+        doc = entry.run_judge(task, cases, inputs.Secret(b"a" * 32), device, cand.src, Options(opts, device),
+                              "test/kernel", "test-runner", early=pool)
+        return (doc, pool) if early else doc
     finally:
         cand.close()
         inc.close()
@@ -55,6 +59,49 @@ def judge_ab(candidate, incumbent, options=None, task_raw=None, device="cpu"):
 
 # The options of the tests that hold identical code to the band 0.8-1.25: 32 timed pairs.
 AB_PAIRS_32 = {"iterations": 128, "warmup": 2, "batch": 4}
+
+
+class ChildrenStartedAhead(unittest.TestCase):
+    """Every child of an A/B run is started ahead of its turn: the submission's and the
+    incumbent's before the judge imports torch (entry.py), the submission's timing child while
+    its correctness trials run (Judge._start_standby); none is left running untaken."""
+
+    def _run(self, candidate):
+        started, used = [], []
+        real_start, real_init = spawn.Pool.start, channel.Child.__init__
+
+        def start(pool, workdir):
+            ok = real_start(pool, workdir)
+            if ok:
+                started.append(pool.members[-1].proc)
+            return ok
+
+        def init(child, *a, **k):
+            real_init(child, *a, **k)
+            used.append(child.pid)
+        spawn.Pool.start, channel.Child.__init__ = start, init
+        try:
+            doc, pool = judge_ab(candidate, h.GOOD_SOFTMAX, early=True)
+        finally:
+            spawn.Pool.start, channel.Child.__init__ = real_start, real_init
+        return doc, pool, started, used
+
+    def test_an_accepted_run_takes_every_child_it_started_and_starts_none_late(self):
+        doc, pool, started, used = self._run(h.GOOD_SOFTMAX)
+        self.assertIn("speedup", h.case0(doc), doc)
+        self.assertEqual(len(started), 3, "the submission's, the incumbent's, the standby")
+        self.assertEqual(sorted(used), sorted(p.pid for p in started), "every child came from the pool")
+        self.assertEqual(pool.members, [])
+        for p in started:
+            self.assertIsNotNone(p.poll(), "no child outlives the run")
+
+    def test_failed_trials_leave_no_standby_running(self):
+        doc, pool, started, used = self._run(WRONG_SOFTMAX)
+        self.assertEqual(h.case0(doc)["status"], "incorrect")
+        self.assertEqual(len(started), 3)
+        self.assertEqual(len(used), 2, "the standby was never taken")
+        for p in started:
+            self.assertIsNotNone(p.poll(), "the untaken standby was killed")
 
 
 class Interleaved(unittest.TestCase):

@@ -4,6 +4,7 @@ read-only rules, gates in a real run, the package glue, the CLI, calibrate."""
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -289,6 +290,13 @@ class Package(unittest.TestCase):
         self.assertEqual(p.returncode, 0, err[-3000:])
         self.assertTrue(h.signature_ok(p.stdout, err, key))
         self.assertFalse(h.signature_ok(p.stdout.replace(b"true", b"false"), err, key))
+        # The stretch before the judge's clock, step by step (the timing row's unseen seconds).
+        started = re.search(r"kzoo-judge: started ([0-9.]+) s before its clock: interpreter and kzoo_judge ([0-9.]+) s, "
+                            r"the early children ([0-9.]+) s, torch and the seed ([0-9.]+) s, the device and provenance ([0-9.]+) s", err)
+        self.assertIsNotNone(started, err[-3000:])
+        total, *steps = (float(x) for x in started.groups())
+        self.assertGreater(total, 0)
+        self.assertAlmostEqual(sum(steps), total, delta=0.02)
         self.assertEqual(doc["schema_version"], "1")
         self.assertEqual(doc["kernel_id"], "ops/softmax/eager")
         self.assertEqual(doc["runner_id"], "ci-1")
