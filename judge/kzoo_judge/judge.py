@@ -151,7 +151,10 @@ class Judge:
         self._ref_names = {}  # workload -> the reference's profiled op and kernel names (profile)
 
     # --- the child -----------------------------------------------------------
-    def _start_child(self, cases):
+    def _start_child(self, cases, timed=True):
+        """The submission's child, up and loaded. timed=False: a child that will time nothing (an
+        A/B run's correctness trials: the submission is timed in a fresh child, run()) is not
+        calibrated; that calibration was ~1 s of every A/B job on an H200, never read."""
         # The incumbent is imported first, before any submitted code runs, so
         # the submission cannot touch it on its way in.
         # The submission's child is spawned first and comes up (torch, CUDA: seconds) while the
@@ -168,7 +171,8 @@ class Judge:
             fresh.kill()
             raise
         self.child = fresh
-        self._calibrate(self.child, cases, self.overheads)
+        if timed:
+            self._calibrate(self.child, cases, self.overheads)
         r = self.child.request(("load", self.module_path, self.task.entry_point, self.src_dir), self.opt.load_timeout_s)
         if r[0] != "ok":
             self.build_error = "importing the submission failed: %s" % (r[1],)
@@ -268,11 +272,15 @@ class Judge:
         if any(not isinstance(t, int) or t < 0 for t in tails):
             raise ChildFailure("protocol", "harness calibration sent malformed tails")
 
-    def _ensure_child(self, cases):
+    def _ensure_child(self, cases, timed=True):
+        if timed and self.child is not None and not self.child.tail_floors:
+            # Never calibrated (_start_child(timed=False)), and with the submission loaded it
+            # cannot be any more: a fresh child times it.
+            self._drop_child()
         if self.child is None or self.child.proc.poll() is not None:
             if self.child is not None:
                 self.child.kill()
-            self._start_child(cases)
+            self._start_child(cases, timed)
 
     def _start_standby(self):
         """A/B: the submission is timed in a fresh child after its correctness trials (run());
@@ -843,7 +851,7 @@ class Judge:
             self.quiet_us = self._probe_us()  # before any child exists: the idle device
         try:
             with self.phases("child start and import"):
-                self._ensure_child(cases)
+                self._ensure_child(cases, timed=self.ab is None)
             log("child ready (%s); correctness trials next" % self.phases.summary())
             self._start_standby()
             if self.child.pad_note:

@@ -6,7 +6,7 @@ import unittest
 
 from kzoo_judge import channel, entry, inputs, spawn, timing
 from kzoo_judge import task as taskmod
-from kzoo_judge.judge import Options
+from kzoo_judge.judge import Judge, Options
 
 from . import helpers as h
 
@@ -67,8 +67,12 @@ class ChildrenStartedAhead(unittest.TestCase):
     its correctness trials run (Judge._start_standby); none is left running untaken."""
 
     def _run(self, candidate):
-        started, used = [], []
-        real_start, real_init = spawn.Pool.start, channel.Child.__init__
+        started, used, self.calibrated = [], [], []
+        real_start, real_init, real_cal = spawn.Pool.start, channel.Child.__init__, Judge._calibrate
+
+        def calibrate(judge, child, cases, overheads):
+            self.calibrated.append(child.pid)
+            return real_cal(judge, child, cases, overheads)
 
         def start(pool, workdir):
             ok = real_start(pool, workdir)
@@ -79,11 +83,11 @@ class ChildrenStartedAhead(unittest.TestCase):
         def init(child, *a, **k):
             real_init(child, *a, **k)
             used.append(child.pid)
-        spawn.Pool.start, channel.Child.__init__ = start, init
+        spawn.Pool.start, channel.Child.__init__, Judge._calibrate = start, init, calibrate
         try:
             doc, pool = judge_ab(candidate, h.GOOD_SOFTMAX, early=True)
         finally:
-            spawn.Pool.start, channel.Child.__init__ = real_start, real_init
+            spawn.Pool.start, channel.Child.__init__, Judge._calibrate = real_start, real_init, real_cal
         return doc, pool, started, used
 
     def test_an_accepted_run_takes_every_child_it_started_and_starts_none_late(self):
@@ -94,6 +98,10 @@ class ChildrenStartedAhead(unittest.TestCase):
         self.assertEqual(pool.members, [])
         for p in started:
             self.assertIsNotNone(p.poll(), "no child outlives the run")
+        # Calibrated: the incumbent's child and the submission's timing child (the standby, the
+        # last started); never the child of the correctness trials, which times nothing.
+        self.assertEqual(sorted(self.calibrated), sorted([used[1], started[-1].pid]))
+        self.assertNotIn(used[0], self.calibrated)
 
     def test_failed_trials_leave_no_standby_running(self):
         doc, pool, started, used = self._run(WRONG_SOFTMAX)
