@@ -394,16 +394,19 @@ def main():
     from multiprocessing.connection import Connection
     from multiprocessing.reduction import ForkingPickler
     tmp.set_sharing_strategy("file_system")
+    defer_cuda = os.environ.pop("KZOO_CHILD_DEFER_CUDA", None) == "1"
     if os.environ.get("KZOO_DEVICE") == "cuda":
         # The CUDA context comes up now, while the judge may still be importing torch (the
-        # first child starts before it: spawn.py), not after its "setup" arrives. Nothing
-        # submitted is loaded before "load".
+        # first child starts before it: spawn.py), not after its "setup" arrives -- unless the
+        # judge defers it to "setup" (a child started long before its turn: spawn.early).
+        # Nothing submitted is loaded before "load".
         import torch
-        try:
-            torch.cuda.init()
-            torch.cuda.synchronize()  # the context itself, not only the runtime
-        except Exception:  # noqa: BLE001 - "setup" tries again and says what failed
-            pass
+        if not defer_cuda:
+            try:
+                torch.cuda.init()
+                torch.cuda.synchronize()  # the context itself, not only the runtime
+            except Exception:  # noqa: BLE001 - "setup" tries again and says what failed
+                pass
     conn = Connection(fd)
     h = Harness(conn)
     if notes:

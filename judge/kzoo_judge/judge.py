@@ -165,7 +165,9 @@ class Judge:
             if self.ab is not None:
                 self.ab.ensure(cases, starting=[fresh])
             if self.early is not None:
-                self.early.kill()  # an incumbent's child that ab did not take must not linger
+                # an incumbent's child that ab did not take must not linger; the submission's
+                # timing child waits for its turn (spawn.early)
+                self.early.kill(keep=self.src_dir)
             fresh.finish_setup()
         except BaseException:
             fresh.kill()
@@ -285,14 +287,16 @@ class Judge:
     def _start_standby(self):
         """A/B: the submission is timed in a fresh child after its correctness trials (run());
         that child is started now, so that its interpreter, torch import and CUDA context come
-        up while the trials run. Started after them, they were ~3.9 s of an A/B job on an H200
-        (docs/GPU.md, session 17). It loads nothing until it is taken (_start_child), and is
-        killed untaken when the trials fail (_drop_all)."""
+        up while the trials run (when entry.py did not start it already, with the others).
+        Started after them, they were ~3.9 s of an A/B job on an H200 (docs/GPU.md, session 17).
+        It loads nothing until it is taken (_start_child), and is killed untaken when the trials
+        fail (_drop_all)."""
         if self.ab is None or not self.ab.usable():
             return
         if self.early is None:
             self.early = spawn.Pool(self.device)
-        self.early.start(self.src_dir)
+        if not self.early.waiting(self.src_dir):  # entry.py started none (spawn.early)
+            self.early.start(self.src_dir)
 
     def _drop_child(self):
         if self.child is not None:

@@ -33,10 +33,13 @@ def timing_cpu():
     return cpus[os.getpid() % len(cpus)]
 
 
-def _scrubbed_env(extra_path, cpu=None):
-    env = {k: v for k, v in os.environ.items() if k != "KZOO_SEED_FD" and not k.startswith("KZOO_SECRET")}
+def _scrubbed_env(extra_path, cpu=None, defer_cuda=False):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("KZOO_SEED_FD", "KZOO_CHILD_DEFER_CUDA") and not k.startswith("KZOO_SECRET")}
     if cpu is not None:
         env["KZOO_CHILD_CPU"] = str(cpu)
+    if defer_cuda:
+        env["KZOO_CHILD_DEFER_CUDA"] = "1"  # child.main: torch now, the CUDA context at "setup"
     parts = [extra_path] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
     env["PYTHONUNBUFFERED"] = "1"
@@ -51,17 +54,18 @@ def _scrubbed_env(extra_path, cpu=None):
     return env
 
 
-def spawn(workdir, device):
+def spawn(workdir, device, defer_cuda=False):
     """A fresh `python3 -m kzoo_judge.child` in its own session, its stdout and stderr the
     judge's stderr (it never holds the judge's stdout, so it cannot write the benchmark
-    document), `workdir` its cwd. Returns (the process, the judge's end of the socket)."""
+    document), `workdir` its cwd. defer_cuda: it imports torch at once but makes its CUDA
+    context only at "setup". Returns (the process, the judge's end of the socket)."""
     a, b = socket.socketpair()
     judge_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "kzoo_judge.child", str(b.fileno())],
             pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
-            stderr=sys.stderr.fileno(), env=_scrubbed_env(judge_root, timing_cpu() if device == "cpu" else None),
+            stderr=sys.stderr.fileno(), env=_scrubbed_env(judge_root, timing_cpu() if device == "cpu" else None, defer_cuda),
             cwd=workdir, start_new_session=True, close_fds=True)
     except BaseException:
         a.close()
@@ -76,9 +80,9 @@ class Early:
     """The child entry.py starts before the judge exists: taken once by the judge's first
     child of the same workdir and device (Judge._start_child), killed if never taken."""
 
-    def __init__(self, workdir, device):
+    def __init__(self, workdir, device, defer_cuda=False):
         self.workdir, self.device = workdir, device
-        self.proc, self.sock = spawn(workdir, device)
+        self.proc, self.sock = spawn(workdir, device, defer_cuda)
 
     def take(self, workdir, device):
         """(process, socket) for a child of `workdir` and `device`, once; None otherwise (the
@@ -118,13 +122,13 @@ class Pool:
         self.device = device
         self.members = []
 
-    def start(self, workdir):
+    def start(self, workdir, defer_cuda=False):
         """One more child for `workdir`; False where none started (no such folder, an unknown
         device, a failed spawn: the judge then starts its own, as it always did)."""
         if self.device not in ("cpu", "cuda") or not os.path.isdir(workdir):
             return False
         try:
-            self.members.append(Early(workdir, self.device))
+            self.members.append(Early(workdir, self.device, defer_cuda))
             return True
         except OSError as e:
             print("kzoo-judge: a child did not start ahead of its turn (%s); the judge starts its own" % e,
@@ -140,21 +144,31 @@ class Pool:
                     return got
         return None
 
-    def kill(self):
+    def waiting(self, workdir):
+        """Whether a live untaken child of `workdir` is here."""
+        return any(m.proc is not None and m.proc.poll() is None and m.workdir == workdir for m in self.members)
+
+    def kill(self, keep=None):
+        """End every child not taken, but those of the workdir `keep`."""
         for m in self.members:
-            m.kill()
-        self.members = []
+            if keep is None or m.workdir != keep:
+                m.kill()
+        self.members = [m for m in self.members if m.proc is not None]
 
 
 def early(workdir, device, incumbent=None):
     """entry.py's pool: the submission's child and, for an A/B run (`incumbent`, the incumbent's
-    source folder), the incumbent's, both started before the judge imports torch; None where no
+    source folder), the incumbent's and the submission's timing child (Judge.run: a fresh one
+    after the correctness trials), all started before the judge imports torch; None where no
     child could start (no src/, an unknown device: the judge then starts its children as it
-    always did). Why the incumbent's too: started after the judge's torch import, its interpreter,
-    torch and CUDA context were 3.3 s of an A/B job on an H200 (docs/GPU.md, session 17)."""
+    always did). Why: started after the judge's torch import, the incumbent's interpreter, torch
+    and CUDA context were 3.3 s of an A/B job on an H200, and the timing child, started when the
+    correctness trials began, still kept the job waiting 3.2 s (docs/GPU.md, session 17). The
+    timing child makes its CUDA context only when it is taken: until then its idle context would
+    be one more on the device while the incumbent is calibrated than while it is timed."""
     pool = Pool(device)
     if not pool.start(workdir):
         return None
-    if incumbent:
-        pool.start(incumbent)
+    if incumbent and pool.start(incumbent):
+        pool.start(workdir, defer_cuda=True)
     return pool

@@ -62,11 +62,11 @@ AB_PAIRS_32 = {"iterations": 128, "warmup": 2, "batch": 4}
 
 
 class ChildrenStartedAhead(unittest.TestCase):
-    """Every child of an A/B run is started ahead of its turn: the submission's and the
-    incumbent's before the judge imports torch (entry.py), the submission's timing child while
-    its correctness trials run (Judge._start_standby); none is left running untaken."""
+    """Every child of an A/B run is started ahead of its turn, before the judge imports torch
+    (entry.py, spawn.early): the submission's, the incumbent's and the submission's timing child
+    (a fresh one after the correctness trials); none is left running untaken."""
 
-    def _run(self, candidate):
+    def _run(self, candidate, early=True):
         started, used, self.calibrated = [], [], []
         real_start, real_init, real_cal = spawn.Pool.start, channel.Child.__init__, Judge._calibrate
 
@@ -74,8 +74,8 @@ class ChildrenStartedAhead(unittest.TestCase):
             self.calibrated.append(child.pid)
             return real_cal(judge, child, cases, overheads)
 
-        def start(pool, workdir):
-            ok = real_start(pool, workdir)
+        def start(pool, workdir, **kw):
+            ok = real_start(pool, workdir, **kw)
             if ok:
                 started.append(pool.members[-1].proc)
             return ok
@@ -85,7 +85,10 @@ class ChildrenStartedAhead(unittest.TestCase):
             used.append(child.pid)
         spawn.Pool.start, channel.Child.__init__, Judge._calibrate = start, init, calibrate
         try:
-            doc, pool = judge_ab(candidate, h.GOOD_SOFTMAX, early=True)
+            if early:
+                doc, pool = judge_ab(candidate, h.GOOD_SOFTMAX, early=True)
+            else:
+                doc, pool = judge_ab(candidate, h.GOOD_SOFTMAX), None
         finally:
             spawn.Pool.start, channel.Child.__init__, Judge._calibrate = real_start, real_init, real_cal
         return doc, pool, started, used
@@ -93,7 +96,7 @@ class ChildrenStartedAhead(unittest.TestCase):
     def test_an_accepted_run_takes_every_child_it_started_and_starts_none_late(self):
         doc, pool, started, used = self._run(h.GOOD_SOFTMAX)
         self.assertIn("speedup", h.case0(doc), doc)
-        self.assertEqual(len(started), 3, "the submission's, the incumbent's, the standby")
+        self.assertEqual(len(started), 3, "the submission's, the incumbent's, its timing child: all by entry.py")
         self.assertEqual(sorted(used), sorted(p.pid for p in started), "every child came from the pool")
         self.assertEqual(pool.members, [])
         for p in started:
@@ -102,6 +105,13 @@ class ChildrenStartedAhead(unittest.TestCase):
         # last started); never the child of the correctness trials, which times nothing.
         self.assertEqual(sorted(self.calibrated), sorted([used[1], started[-1].pid]))
         self.assertNotIn(used[0], self.calibrated)
+
+    def test_without_entry_py_the_judge_starts_the_timing_child_when_the_trials_begin(self):
+        doc, _, started, used = self._run(h.GOOD_SOFTMAX, early=False)
+        self.assertIn("speedup", h.case0(doc), doc)
+        self.assertEqual(len(started), 1, "the standby (Judge._start_standby), nothing else")
+        self.assertEqual(used[-1], started[0].pid, "the submission was timed in it")
+        self.assertIsNotNone(started[0].poll())
 
     def test_failed_trials_leave_no_standby_running(self):
         doc, pool, started, used = self._run(WRONG_SOFTMAX)

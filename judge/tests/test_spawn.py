@@ -33,20 +33,49 @@ class EarlyChild(unittest.TestCase):
         self.assertIsNone(proc.poll())
         self.assertIsNone(e.take(self.dir, "cpu"))  # once
 
-    def test_an_ab_run_starts_the_incumbents_child_too(self):
+    def test_an_ab_run_starts_the_incumbents_child_and_the_timing_child_too(self):
         inc = tempfile.mkdtemp()
         e = spawn.early(self.dir, "cpu", incumbent=inc)
         self.addCleanup(e.kill)
-        self.assertEqual(sorted(m.workdir for m in e.members), sorted([self.dir, inc]))
-        mine, theirs = e.take(self.dir, "cpu"), e.take(inc, "cpu")
-        for proc, sock in (mine, theirs):
+        self.assertEqual([m.workdir for m in e.members], [self.dir, inc, self.dir])
+        # The timing child, idle until the correctness trials end, makes no CUDA context before
+        # its "setup" (child.main reads this from its environment).
+        environs = [open("/proc/%d/environ" % m.proc.pid, "rb").read().split(b"\0") for m in e.members]
+        self.assertEqual([b"KZOO_CHILD_DEFER_CUDA=1" in env for env in environs], [False, False, True])
+        mine, theirs, later = e.take(self.dir, "cpu"), e.take(inc, "cpu"), e.take(self.dir, "cpu")
+        for proc, sock in (mine, theirs, later):
             self.addCleanup(proc.kill)
             self.addCleanup(sock.close)
-        self.assertNotEqual(mine[0].pid, theirs[0].pid)
-        # an incumbent folder that is not there starts nothing for it
+        self.assertEqual([mine[0].pid, theirs[0].pid, later[0].pid], [m.pid for m in (mine[0], theirs[0], later[0])])
+        self.assertEqual(len({mine[0].pid, theirs[0].pid, later[0].pid}), 3, "first taken, first started")
+        # an incumbent folder that is not there starts nothing for it, nor a timing child
         e2 = spawn.early(self.dir, "cpu", incumbent=os.path.join(inc, "missing"))
         self.addCleanup(e2.kill)
         self.assertEqual(len(e2.members), 1)
+
+    def test_the_first_child_taken_is_the_first_started(self):
+        inc = tempfile.mkdtemp()
+        e = spawn.early(self.dir, "cpu", incumbent=inc)
+        self.addCleanup(e.kill)
+        first = e.members[0].proc.pid
+        proc, sock = e.take(self.dir, "cpu")
+        self.addCleanup(proc.kill)
+        self.addCleanup(sock.close)
+        self.assertEqual(proc.pid, first)
+
+    def test_killing_all_but_one_workdir_keeps_its_waiting_child(self):
+        inc = tempfile.mkdtemp()
+        e = spawn.early(self.dir, "cpu", incumbent=inc)
+        self.addCleanup(e.kill)
+        taken = e.take(self.dir, "cpu")
+        self.addCleanup(taken[0].kill)
+        self.addCleanup(taken[1].close)
+        theirs = e.members[1].proc
+        e.kill(keep=self.dir)
+        self.assertIsNotNone(theirs.wait(timeout=10))
+        self.assertTrue(e.waiting(self.dir))
+        self.assertFalse(e.waiting(inc))
+        self.assertEqual([m.workdir for m in e.members], [self.dir])
 
     def test_killing_the_pool_ends_every_child_not_taken_and_it_can_start_more(self):
         inc = tempfile.mkdtemp()
@@ -55,7 +84,7 @@ class EarlyChild(unittest.TestCase):
         self.addCleanup(taken[0].kill)
         self.addCleanup(taken[1].close)
         left = [m.proc for m in e.members if m.proc is not None]
-        self.assertEqual(len(left), 1)
+        self.assertEqual(len(left), 2)
         e.kill()
         for proc in left:
             self.assertIsNotNone(proc.poll(), "an untaken child must be dead")
