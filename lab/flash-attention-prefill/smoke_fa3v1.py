@@ -1,5 +1,5 @@
-# Device smoke test of fa3v1: python3 lab/flash-attention-prefill/smoke_fa3v1.py [VARIANT_DIR] [timing]
-# (from the repository root). Correctness against the task's reference at every correctness
+# Device smoke test of fa3v1 (and of its variants, fa3v2: VARIANT_DIR):
+# python3 lab/flash-attention-prefill/smoke_fa3v1.py [VARIANT_DIR] [timing] (from the repository root). Correctness against the task's reference at every correctness
 # shape and a few ragged / block-boundary ones (relative Frobenius <= 0.02, the task's
 # comparator, and the board's elementwise bound 0.01 + 0.01|ref|), then, with
 # "timing", CUDA-event timing at the graded shapes beside torch SDPA (causal). One line a check.
@@ -13,8 +13,9 @@ import torch
 import torch.nn.functional as F
 
 src = sys.argv[1] if len(sys.argv) > 1 else "lab/flash-attention-prefill/fa3v1"
+variant = os.path.basename(os.path.normpath(src))
 t0 = time.time()
-spec = importlib.util.spec_from_file_location("fa3v1_flash_attention", os.path.join(src, "flash_attention.py"))
+spec = importlib.util.spec_from_file_location(variant + "_flash_attention", os.path.join(src, "flash_attention.py"))
 m = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(m)
 print("import+build %.1f s" % (time.time() - t0), flush=True)
@@ -32,7 +33,8 @@ def inputs(B, H, T, D):
 fails = 0
 shapes = [tuple(s) for s in wl["correctness"]] + [tuple(s) for s in wl["measure"]] + [
     (1, 1, 128, 128), (1, 1, 129, 64), (2, 2, 383, 128), (1, 3, 640, 64), (1, 2, 4096, 128),
-    (3, 100, 300, 64)]  # the last: 300 tiles, more than the SMs (the persistent walk wraps)
+    (3, 100, 300, 64),  # 300 tiles, more than the SMs (the persistent walk wraps)
+    (1, 2, 191, 64), (1, 2, 193, 64), (2, 3, 383, 64), (1, 2, 576, 64)]  # fa3v2's 192-key block edges
 # Both grids: one CTA per tile (the default) and the persistent one (m.PERSISTENT is read at
 # every call, so one build serves both).
 # KZOO_SMOKE_GRIDS=0 checks and times the CTA-per-tile grid only (a sweep of build options).
@@ -57,7 +59,8 @@ for persistent in GRIDS:
     same = bool(torch.equal(a, b))
     fails += not same
     print("persistent %d repeat bit-identical %s" % (persistent, "ok" if same else "FAIL"), flush=True)
-print("failures %d (pingpong %d, stages %d/%d)" % (fails, m.PINGPONG, m.STAGES128, m.STAGES64), flush=True)
+print("failures %d (%s: pingpong %d, stages %d/%d, BN64 %s)"
+      % (fails, variant, m.PINGPONG, m.STAGES128, m.STAGES64, getattr(m, "BN64", 128)), flush=True)
 
 if "timing" in sys.argv[2:]:
     def events(fn, n=10):
@@ -78,7 +81,7 @@ if "timing" in sys.argv[2:]:
         for persistent in GRIDS:
             m.PERSISTENT = persistent
             us = events(lambda: m.flash_attention(q, k, v))
-            print("time %s fa3v1 persistent %d %.0f us (%.0f TFLOP/s, %.0f%% of roofline 989) sdpa %.0f us ratio %.2f"
-                  % ((B, H, T, D), persistent, us, flop / us / 1e6, 100 * flop / us / 1e6 / 989, sd, us / sd),
+            print("time %s %s persistent %d %.0f us (%.0f TFLOP/s, %.0f%% of roofline 989) sdpa %.0f us ratio %.2f"
+                  % ((B, H, T, D), variant, persistent, us, flop / us / 1e6, 100 * flop / us / 1e6 / 989, sd, us / sd),
                   flush=True)
 sys.exit(1 if fails else 0)
