@@ -28,6 +28,21 @@ def softmax(x):
 
 BROKEN_IMPORT = "def softmax(x):\n    return (\n"
 
+# Right in the correctness trials and the warm-up (its first three calls at the shape the CPU
+# times, helpers' measure shape), wrong from then on: first in the pair of index 1, where the
+# incumbent's side runs first (ab.py).
+WRONG_WHEN_TIMED = '''
+import torch
+timed = [0]
+def softmax(x):
+    y = torch.softmax(x.float(), dim=-1)
+    if tuple(x.shape) == (64, 256):
+        timed[0] += 1
+        if timed[0] > 3:
+            y = y * 1.5
+    return y.to(x.dtype)
+'''
+
 
 CATALOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "catalog")
 
@@ -120,6 +135,44 @@ class ChildrenStartedAhead(unittest.TestCase):
         self.assertEqual(len(used), 2, "the standby was never taken")
         for p in started:
             self.assertIsNotNone(p.poll(), "the untaken standby was killed")
+
+
+class ReferenceOncePerPair(unittest.TestCase):
+    """Both sides of a pair are checked against the same pristine inputs and expected outputs:
+    the reference never runs twice on one input set, and a wrong submission is still refused."""
+
+    def _references(self, candidate):
+        import hashlib
+        from kzoo_judge import reference
+        seen = []
+        real = reference.run
+
+        def run(ref, task, args):
+            seen.append(hashlib.sha256(b"".join(a.detach().cpu().contiguous().numpy().tobytes() for a in args)).hexdigest())
+            return real(ref, task, args)
+        reference.run = run
+        try:
+            doc = judge_ab(candidate, h.GOOD_SOFTMAX)
+        finally:
+            reference.run = real
+        return doc, seen
+
+    def test_the_reference_runs_once_per_input_set(self):
+        doc, seen = self._references(h.GOOD_SOFTMAX)
+        c = h.case0(doc)
+        self.assertIn("speedup", c, doc)
+        self.assertEqual(c["incumbent"]["status"], "ok")
+        self.assertGreater(len(seen), 10)
+        self.assertEqual(len(seen), len(set(seen)), "an input set's reference ran twice")
+
+    def test_a_submission_wrong_only_in_its_timed_calls_is_still_refused(self):
+        # Wrong from its first timed call on, in a pair whose incumbent side ran first: its
+        # compared calls are checked against the expected outputs that side computed.
+        doc, _ = self._references(WRONG_WHEN_TIMED)
+        c = h.case0(doc)
+        self.assertEqual(c["status"], "incorrect", c["message"])
+        self.assertIn("at shape", c["message"])
+        self.assertFalse(doc["overall"]["accept"])
 
 
 class Interleaved(unittest.TestCase):
