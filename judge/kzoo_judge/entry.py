@@ -42,8 +42,8 @@ def _mark(what):
 
 
 def _startup_summary():
-    """"started 3.41 s ago: interpreter and kzoo_judge 0.31 s, torch and the seed 2.02 s, ...":
-    the stretch before the judge's clock, step by step; None without marks."""
+    """"started 3.75 s before its clock: interpreter and kzoo_judge 0.08 s, ...": the stretch
+    before the judge's clock, step by step; None without marks."""
     if not _STARTUP:
         return None
     parts, last = [], 0.0

@@ -253,10 +253,11 @@ class Judge:
         end after the drain, harness work that reads none of the shape's tensors, and the levels'
         ~0.4 s of spinning a shape (on an H200 0.65 s with their protocol) was 1.3 s of a
         three-shape grade and ~4 s of an A/B job. Every shape is still calibrated before the
-        submission is imported; its trivial level (the overhead's calls) stays its own. Fresh allocations, not fresh
-        values: the trivial call never reads its inputs, and drawing 48 random sets a shape
-        (3.6 ms each for softmax's 1.07 GB, scripts/gpu/inputs_probe.py) cost 0.5 s of every
-        GPU grade. One set is drawn for its shapes and dtypes; each call gets new tensors like it."""
+        submission is imported; its trivial level (the overhead's calls) stays its own.
+        Fresh allocations, not fresh values: the trivial call never reads its inputs, and drawing
+        48 random sets a shape (3.6 ms each for softmax's 1.07 GB, scripts/gpu/inputs_probe.py)
+        cost 0.5 s of every GPU grade. One set is drawn for its shapes and dtypes; each call gets
+        new tensors like it."""
         with self.phases("inputs"):
             template = inputs.make_inputs(self.task, dims, self.secret.derive("floor", key), self.device)
         for level in timing.FLOOR_LEVELS_US:
@@ -672,7 +673,7 @@ class Judge:
         # instead of drawing and computing them again (the reference's 0.7 s and a share of the
         # inputs' 3 s of an A/B job on an H200). Only the last batch's are kept; nothing compares
         # against them or changes them (the read-only check reads the pristine inputs).
-        shape = self._dims_key(dims) if self.ab is not None else None
+        shape = self._dims_key(dims) if self.ab is not None and self.ab.usable() else None
         kept = {}
         try:
             for i in compared:
