@@ -258,6 +258,24 @@ def provenance(device, task_path=None, rules_commit=None):
     }
 
 
+def _profiled(fn, *args, top=35):
+    """fn(*args) under cProfile; the functions that took the most time, by their own time and by
+    their cumulative time, are logged on stderr (the judge's option "profile")."""
+    import cProfile
+    import io
+    import pstats
+    prof = cProfile.Profile()
+    try:
+        return prof.runcall(fn, *args)
+    finally:
+        for key in ("tottime", "cumulative"):
+            text = io.StringIO()
+            pstats.Stats(prof, stream=text).strip_dirs().sort_stats(key).print_stats(top)
+            body = text.getvalue()
+            body = body[body.find("   ncalls"):] if "   ncalls" in body else body
+            print("kzoo-judge: profile by %s:\n%s" % (key, body.rstrip()), file=sys.stderr, flush=True)
+
+
 def run_judge(task, cases, secret, device, module_dir, options, kernel_id, runner_id, task_path=None, early=None):
     from .judge import Judge, Options
     class_name, dev_class = device_class()
@@ -272,7 +290,9 @@ def run_judge(task, cases, secret, device, module_dir, options, kernel_id, runne
             print("kzoo-judge: %s" % _startup_summary(), file=sys.stderr, flush=True)
         j = Judge(task, secret, device, module_path, module_dir, opt, dev_class, l2_bytes(device, dev_class), kernel_id, runner_id,
                   device_class_name=class_name, provenance=prov, early=early)
-        return j.run(cases)
+        if not opt.profile:
+            return j.run(cases)
+        return _profiled(j.run, cases)
     except Exception as e:  # noqa: BLE001 - the judge still owes the runner one document
         import traceback
         traceback.print_exc(file=sys.stderr)

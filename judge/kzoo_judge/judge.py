@@ -53,6 +53,9 @@ class Options:
         self.warm_us = float(raw.get("warm_us", 2000.0))
         # Log every timed call's figures (stream, tail, the judge's clock): a diagnostic.
         self.trace = bool(raw.get("trace", False))
+        # Profile the judge's own Python (cProfile) and log its busiest functions at the end:
+        # a diagnostic of where a verdict's seconds go (docs/JUDGE.md).
+        self.profile = bool(raw.get("profile", False))
         # The share of timed calls whose outputs are compared with the reference, chosen by the
         # secret after the calls ran (never fewer than min_checked per case): every call is
         # timed, checked for structure and aliasing, and its outputs copied out, but only the

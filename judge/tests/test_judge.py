@@ -376,6 +376,17 @@ class Cli(unittest.TestCase):
         self.assertTrue(json.loads(out)["overall"]["accept"])
         self.assertTrue(h.signature_ok(out, verdict, key))
 
+    def test_the_profile_option_logs_the_judges_busiest_functions_and_changes_no_verdict(self):
+        rc, out, err, key, verdict = h.run_cli(h.softmax_task(), h.GOOD_SOFTMAX, ["--options", '{"profile": true}'])
+        self.assertEqual(rc, 0, err[-3000:])
+        self.assertTrue(json.loads(out)["overall"]["accept"])
+        self.assertTrue(h.signature_ok(out, verdict, key))
+        for key_name in ("tottime", "cumulative"):
+            section = err.split("kzoo-judge: profile by %s:" % key_name, 1)
+            self.assertEqual(len(section), 2, err[-3000:])
+            self.assertIn("ncalls", section[1].splitlines()[1])
+        self.assertRegex(err, r"judge\.py:\d+\(run\)")  # the profiled call itself is listed
+
     def test_calibrate_measures_e_and_d_and_writes_them(self):
         d = tempfile.mkdtemp(prefix="kzoo-cal-")
         try:
