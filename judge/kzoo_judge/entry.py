@@ -35,22 +35,48 @@ def _process_age_s():
         return None
 
 
+# A judge started before its job (warm.py): (its pool, its verdict channel) from the job's
+# hand-over on, and the marks of its own start with the process's age at the hand-over.
+_WARM = None
+_WARM_START = None
+
+
 def _mark(what):
     age = _process_age_s()
     if age is not None:
         _STARTUP.append((what, age))
 
 
-def _startup_summary():
-    """"started 3.75 s before its clock: interpreter and kzoo_judge 0.08 s, ...": the stretch
-    before the judge's clock, step by step; None without marks."""
-    if not _STARTUP:
-        return None
-    parts, last = [], 0.0
-    for what, age in _STARTUP:
+def _went(pool, verdict_fd):
+    """warm.py: the job was handed over now. The startup marks from here on count from now."""
+    global _WARM, _WARM_START
+    _WARM = (pool, verdict_fd)
+    age = _process_age_s()
+    _WARM_START = (list(_STARTUP), age)
+    del _STARTUP[:]
+
+
+def _steps(marks, origin):
+    parts, last = [], origin
+    for what, age in marks:
         parts.append("%s %.2f s" % (what, age - last))
         last = age
-    return "started %.2f s before its clock: %s" % (last, ", ".join(parts))
+    return parts, last
+
+
+def _startup_summary():
+    """"started 3.75 s before its clock: interpreter and kzoo_judge 0.08 s, ...": the stretch
+    before the judge's clock, step by step; for a judge started before its job, counted from
+    the job's hand-over, its own start said apart. None without marks."""
+    if not _STARTUP:
+        return None
+    origin, prefix = 0.0, ""
+    if _WARM_START is not None and _WARM_START[1] is not None:
+        own, origin = _WARM_START
+        parts, last = _steps(own, 0.0)
+        prefix = "a judge started ahead (%s; handed the job %.2f s after its start); " % (", ".join(parts), origin)
+    parts, last = _steps(_STARTUP, origin)
+    return "%sstarted %.2f s before its clock: %s" % (prefix, last - origin, ", ".join(parts))
 
 
 def harden_judge():
@@ -316,6 +342,12 @@ def internal_error_document(cases, kernel_id, runner_id, device, message):
 
 def run_package_benchmark(metas, argv=None):
     """benchmark.py's whole job: judge the package in the current workdir, print one document."""
+    if _WARM is not None:
+        # Started before its job (warm.py): hardened, its channel taken, its children up.
+        early, verdict_fd = _WARM
+        if early is not None:
+            early.fit(os.path.join(os.getcwd(), "src"), _incumbent_src())
+        return _run_package_benchmark(metas, argv, early, verdict_fd)
     _mark("interpreter and kzoo_judge")
     harden_judge()
     verdict_fd = take_verdict_fd()
@@ -324,6 +356,10 @@ def run_package_benchmark(metas, argv=None):
     # nor the verdict channel's, and it inherits no descriptor but its socket. So does the
     # incumbent's, in an A/B run.
     early = spawn.early(os.path.join(os.getcwd(), "src"), os.environ.get("KZOO_DEVICE"), _incumbent_src())
+    return _run_package_benchmark(metas, argv, early, verdict_fd)
+
+
+def _run_package_benchmark(metas, argv, early, verdict_fd):
     try:
         return _judge_package(metas, argv, early, verdict_fd)
     finally:

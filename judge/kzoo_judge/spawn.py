@@ -81,7 +81,7 @@ class Early:
     child of the same workdir and device (Judge._start_child), killed if never taken."""
 
     def __init__(self, workdir, device, defer_cuda=False):
-        self.workdir, self.device = workdir, device
+        self.workdir, self.device, self.deferred = workdir, device, defer_cuda
         self.proc, self.sock = spawn(workdir, device, defer_cuda)
 
     def take(self, workdir, device):
@@ -147,6 +147,19 @@ class Pool:
     def waiting(self, workdir):
         """Whether a live untaken child of `workdir` is here."""
         return any(m.proc is not None and m.proc.poll() is None and m.workdir == workdir for m in self.members)
+
+    def fit(self, workdir, incumbent):
+        """Make a pool started as early(workdir, device, ANY) the one early(workdir, device,
+        incumbent) would have started (a judge started before its job, warm.py): children of
+        another incumbent folder, and without an incumbent the deferred timing child, are
+        ended. An idle child's CUDA context would sit on the device while others are timed."""
+        for m in self.members:
+            if m.proc is None:
+                continue
+            wanted = (m.workdir == workdir and (incumbent or not m.deferred)) or (incumbent and m.workdir == incumbent)
+            if not wanted:
+                m.kill()
+        self.members = [m for m in self.members if m.proc is not None]
 
     def kill(self, keep=None):
         """End every child not taken, but those of the workdir `keep`."""

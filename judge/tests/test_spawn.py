@@ -53,6 +53,26 @@ class EarlyChild(unittest.TestCase):
         self.addCleanup(e2.kill)
         self.assertEqual(len(e2.members), 1)
 
+    def test_a_pool_started_before_its_job_is_fitted_to_the_job_it_gets(self):
+        # warm.py starts the A/B's three children on the skeleton; a job without an incumbent
+        # keeps the submission's child alone, one with it keeps all three.
+        inc = tempfile.mkdtemp()
+        alone = spawn.early(self.dir, "cpu", incumbent=inc)
+        self.addCleanup(alone.kill)
+        dropped = [m.proc for m in alone.members[1:]]
+        alone.fit(self.dir, None)
+        self.assertEqual([(m.workdir, m.deferred) for m in alone.members], [(self.dir, False)])
+        for proc in dropped:
+            self.assertIsNotNone(proc.poll(), "an idle child of no use to the job is ended")
+        ab = spawn.early(self.dir, "cpu", incumbent=inc)
+        self.addCleanup(ab.kill)
+        ab.fit(self.dir, inc)
+        self.assertEqual([m.workdir for m in ab.members], [self.dir, inc, self.dir])
+        other = spawn.early(self.dir, "cpu", incumbent=inc)
+        self.addCleanup(other.kill)
+        other.fit(self.dir, tempfile.mkdtemp())  # another incumbent folder: the judge starts its own
+        self.assertEqual([m.workdir for m in other.members], [self.dir, self.dir])
+
     def test_the_first_child_taken_is_the_first_started(self):
         inc = tempfile.mkdtemp()
         e = spawn.early(self.dir, "cpu", incumbent=inc)

@@ -109,6 +109,7 @@ struct Args {
   double min_gain = -1, max_p = -1;
   std::vector<std::string> cases;
   std::string judge_options;  // JSON object of KZOO_OPTIONS keys (diagnostics)
+  std::string warm = "auto";  // --warm-judge auto|on|off
 };
 
 // A package directory (its kernel ID from --root, its .kernel_data root, or
@@ -207,12 +208,16 @@ const bool registered = kzoo::cli::register_command(
                      "(docs/JUDGE.md lists them), e.g. '{\"trace\": true}' to log every timed call's figures: a "
                      "diagnostic; --cases and --iterations win over the same keys here");
       sub.add_flag("--keep-workdir", g.keep_workdir, "keep the workdir and print its path");
+      sub.add_option("--warm-judge", a->warm, "start the judge (its interpreter, torch, CUDA context) while the "
+                     "package is read and laid out: auto (default) on cuda, on, off")
+          ->check(CLI::IsMember({"auto", "on", "off"}));
       sub.add_option("--python", g.python, "python interpreter inside the sandbox (default $KZOO_PYTHON or /usr/bin/python3)");
       sub.add_option("--judge-dir", g.judge_dir, "directory holding kzoo_judge/ (default $KZOO_JUDGE_DIR or the source tree's)");
       sub.add_flag("-v,--verbose", a->verbose, "stream the judge's stderr (sanitised) while it runs");
       return [a] {
         auto& o = a->o;
         auto& g = o.grade;
+        o.warm = *kzoo::runner::parse_warm_mode(a->warm);  // CLI11 checked it
         auto fail = [&](const std::string& msg) {
           std::cerr << "kzoo grade: " << msg << "\n";
           if (a->json) kzoo::cli::print_json(std::cout, json{{"status", "error"}, {"reason", msg}});

@@ -83,6 +83,7 @@ struct Args {
   std::string state;
   std::string gpus;  // --gpus 0,1,...
   std::string cpu_pinning = "auto";  // --cpu-pinning auto|numa|none
+  std::string warm = "auto";         // --warm-judge auto|on|off
 };
 
 // "0,1,3" -> {0, 1, 3}: nvidia-smi indices, each once; an error names the bad item.
@@ -226,6 +227,10 @@ const bool registered = kzoo::cli::register_command(
                      "NUMA node, shared with no other GPU's jobs, on a node with two GPUs or more; numa does so on "
                      "any node (an error where the topology cannot be read); none lets them use any CPU")
           ->check(CLI::IsMember({"auto", "numa", "none"}));
+      sub.add_option("--warm-judge", a->warm,
+                     "start the next job's judge (its interpreter, torch, CUDA context) when a job's run ends, so "
+                     "the next verdict does not wait for it: auto (default) on cuda, on, off. Not with a pool of GPUs")
+          ->check(CLI::IsMember({"auto", "on", "off"}));
       sub.add_flag("--json", a->json, "print every event (and --once's report) as one JSON line on stdout");
       return [a] {
         auto& o = a->o;
@@ -267,6 +272,7 @@ const bool registered = kzoo::cli::register_command(
         }
         o.catalog_dir = catalog_root(o.catalog_dir);
         o.timeout = std::chrono::seconds(a->timeout_s);
+        o.warm = *kzoo::runner::parse_warm_mode(a->warm);  // CLI11 checked it
         if (a->iterations > 0) o.iterations = a->iterations;
         if (a->min_gain >= 0) o.policy.min_gain = a->min_gain;
         if (a->max_p >= 0) o.policy.max_p = a->max_p;

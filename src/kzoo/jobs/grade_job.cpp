@@ -28,6 +28,7 @@
 #include "kzoo/package/inspect.hpp"
 #include "kzoo/package/tarball.hpp"
 #include "kzoo/runner/grade.hpp"
+#include "kzoo/runner/warm_judge.hpp"
 #include "kzoo/runner/workdir.hpp"
 #include "kzoo/util/failpoint.hpp"
 #include "kzoo/util/read_file.hpp"
@@ -339,7 +340,9 @@ class Grading {
     auto dir = Scratch::make("kzoo-job-" + std::to_string(job_.id));
     if (!dir) return tl::unexpected(dir.error());
     fs::permissions((*dir)->path, fs::perms(0755));  // the sandbox uid must reach W
-    auto w = runner::lay_out_workdir((*dir)->path + "/w", h.trusted, cand.tree, h.task_text);
+    // This slot's judge started when its last run ended (runner/warm_judge.hpp): W is its skeleton.
+    std::unique_ptr<runner::WarmJudge> warm = o_.warm_slot ? o_.warm_slot->take() : nullptr;
+    auto w = runner::lay_out_run(warm.get(), (*dir)->path + "/w", h.trusted, cand.tree, h.task_text);
     if (!w) return failed(w.error().message);
     // A check runs under the limits of the partition the rules name for checks.
     std::optional<board::Partition> partition;
@@ -351,19 +354,18 @@ class Grading {
     const board::CheckLimits limits = board::check_limits(partition, o_.timeout, o_.memory_bytes);
     int timed_runs = 0;
     runner::GradeOptions g = grade_options(timed_runs, limits);
-    if (h.has_incumbent) {
-      const std::string inc_dir = w->root + "/.kzoo/incumbent";
-      if (auto r = package::write_tree(h.incumbent, inc_dir); !r)
-        return failed("cannot lay out the incumbent: " + r.error().message);
-      g.judge_options["incumbent_src"] = inc_dir + "/src";
-      // Read-only inside: the submission runs first in W and must not edit what it is compared with.
-      g.extra_ro_binds.push_back({inc_dir, std::string(runner::kSandboxWorkdir) + "/.kzoo/incumbent"});
-    }
+    const runner::GradeOptions next_run = g;  // the sandbox of this slot's next run, started ahead below
+    if (h.has_incumbent)
+      if (auto r = runner::add_incumbent(*w, h.incumbent, g); !r) return failed(r.error().message);
     say(fmt::format("job {}: grading {} ({}, {})", job_.id, kernel_id,
                     h.has_incumbent ? "A/B against the incumbent at " + h.base.substr(0, 12) : "no incumbent", o_.device));
     const auto started = std::chrono::steady_clock::now();
     Measurement m;
-    m.graded = runner::grade_workdir(*w, kernel_id, g);
+    m.graded = runner::grade_workdir(*w, kernel_id, g, warm.get());
+    warm.reset();
+    // The next run's judge starts now, while this one's evidence is committed. A worker
+    // sharing a pool of GPUs does not know the next run's GPU: its runs start cold.
+    if (o_.warm_slot && !o_.gpu_pool) o_.warm_slot->prepare(next_run);
     // A judge that does not name the class it ran on (its provenance waits
     // for the GPU-gated judge) ran on this worker's: the class it was told.
     if (m.graded.document.is_object() && !m.graded.document.contains("device_class"))

@@ -52,6 +52,7 @@
 
 #include "kzoo/jobs/gpu_pool.hpp"
 #include "kzoo/jobs/transport.hpp"
+#include "kzoo/runner/warm_judge.hpp"
 #include "kzoo/store/state_db.hpp"
 #include "kzoo/verdict/verdict.hpp"
 
@@ -82,6 +83,10 @@ struct GradeJobOptions {
   // slots. Each job takes its task's environment.gpus of them (one by default)
   // before its sandbox starts, instead of `gpus`.
   std::shared_ptr<GpuPool> gpu_pool;
+  // The slot's judge started ahead (runner/warm_judge.hpp): a run takes it when it
+  // is there and fits, and starts the next one when its own sandbox run ends.
+  // Null: every run starts its judge cold.
+  std::shared_ptr<runner::WarmSlot> warm_slot;
   // cuda: the CPUs each GPU's jobs run on (runner/gpu_cpus.hpp); a job runs on
   // those of its GPUs. Empty: not pinned (a job's processes may use any CPU).
   std::map<int, std::vector<int>> gpu_cpus;

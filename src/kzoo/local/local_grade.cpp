@@ -93,6 +93,15 @@ LocalGrade grade_locally(const PackageInput& pkg, const std::optional<PackageInp
   auto say = [&](const std::string& line) {
     if (o.grade.progress) o.grade.progress(line);
   };
+  // Started first, so that its interpreter, torch and CUDA context come up while the
+  // package is read, inspected and laid out, and its build step runs.
+  std::unique_ptr<runner::WarmJudge> warm;
+  if (runner::warm_wanted(o.warm, o.grade.device) && !o.grade.keep_workdir) {
+    if (auto started = runner::WarmJudge::start(o.grade))
+      warm = std::move(*started);
+    else
+      say("cannot start the judge ahead (" + started.error().message + "): benchmark.py starts cold");
+  }
 
   auto inspection = package::inspect_tree(pkg.tree, pkg.kernel_id, pkg.display);
   Violations bad = pkg.violations;
@@ -168,7 +177,7 @@ LocalGrade grade_locally(const PackageInput& pkg, const std::optional<PackageInp
   auto tmp = TempDirectory::make("kzoo-grade-");
   if (!tmp) return ended(std::move(g), GradeStatus::error, tmp.error().message);
   if (o.grade.keep_workdir) tmp->keep();
-  auto w = runner::lay_out_workdir(tmp->path() + "/w", *harness, pkg.tree, *task_text);
+  auto w = runner::lay_out_run(warm.get(), tmp->path() + "/w", *harness, pkg.tree, *task_text);
   if (!w) return ended(std::move(g), GradeStatus::error, w.error().message);
 
   runner::GradeOptions run = o.grade;
@@ -177,18 +186,15 @@ LocalGrade grade_locally(const PackageInput& pkg, const std::optional<PackageInp
   run.judge_options = board::judge_options_for(run.judge_options, rules, o.grade.iterations);
   if (g.had_incumbent) {
     // Where the worker puts the source at HEAD, read-only as there.
-    const std::string inc_dir = w->root + "/.kzoo/incumbent";
-    if (auto r = package::write_tree(inc_src, inc_dir); !r)
-      return ended(std::move(g), GradeStatus::error, "cannot lay out the incumbent: " + r.error().message);
-    run.judge_options["incumbent_src"] = inc_dir + "/src";
-    run.extra_ro_binds.push_back({inc_dir, std::string(runner::kSandboxWorkdir) + "/.kzoo/incumbent"});
+    if (auto r = runner::add_incumbent(*w, inc_src, run); !r)
+      return ended(std::move(g), GradeStatus::error, r.error().message);
   }
   if (!o.device_class.empty()) ::setenv("KZOO_DEVICE_CLASS", o.device_class.c_str(), 1);
   say(fmt::format("grading {} ({}, {}, {} timed runs{})", pkg.kernel_id,
                   g.had_incumbent ? "A/B against " + incumbent->display : "no incumbent", o.grade.device, timed_runs,
                   rules ? "" : ", no board rules"));
   std::vector<std::string> warnings = std::move(g.graded.warnings);
-  g.graded = runner::grade_workdir(*w, pkg.kernel_id, run);
+  g.graded = runner::grade_workdir(*w, pkg.kernel_id, run, warm.get());
   g.graded.kernel_id = pkg.kernel_id;
   g.graded.warnings.insert(g.graded.warnings.begin(), warnings.begin(), warnings.end());
   if (o.grade.keep_workdir) g.graded.workdir = w->root;

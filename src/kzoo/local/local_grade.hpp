@@ -29,6 +29,7 @@
 #include "kzoo/local/task_env.hpp"
 #include "kzoo/package/package_tree.hpp"
 #include "kzoo/runner/grade.hpp"
+#include "kzoo/runner/warm_judge.hpp"
 #include "kzoo/util/result.hpp"
 #include "kzoo/util/violation.hpp"
 #include "kzoo/verdict/verdict.hpp"
@@ -55,6 +56,10 @@ struct LocalGradeOptions {
   verdict::Policy policy;
   DeviceFacts device;          // what this machine offers (probe_device)
   std::string device_class;    // the catalog's device class of the results (KZOO_DEVICE_CLASS)
+  // The judge started while the package is read and laid out (runner/warm_judge.hpp):
+  // its interpreter, torch and CUDA context then cost the grade nothing they would not
+  // cost anyway. Never with keep_workdir (the warm judge's W goes with it).
+  runner::WarmMode warm = runner::WarmMode::auto_;
 };
 
 struct LocalGrade {

@@ -384,8 +384,13 @@ Result<void> write_tree(const PackageTree& tree, const std::string& fresh_dir) {
                   "never over existing files: choose another path or remove it first");
     return fail("cannot create '" + fresh_dir + "': " + errno_text(errno));
   }
+  return write_tree_into(tree, fresh_dir, {});
+}
+
+Result<void> write_tree_into(const PackageTree& tree, const std::string& fresh_dir,
+                             const std::vector<std::string>& in_place) {
   Fd root(::open(fresh_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!root.ok()) return fail("cannot open '" + fresh_dir + "' after creating it: " + errno_text(errno));
+  if (!root.ok()) return fail("cannot open the directory '" + fresh_dir + "': " + errno_text(errno));
 
   for (const auto& d : tree.dirs) {
     auto segs = safe_segments(d);
@@ -399,11 +404,15 @@ Result<void> write_tree(const PackageTree& tree, const std::string& fresh_dir) {
     if (!segs) return tl::unexpected(segs.error());
     auto parent = open_dir_chain(root.get(), *segs, segs->size() - 1, shown);
     if (!parent) return tl::unexpected(parent.error());
-    Fd out(::openat(parent->get(), segs->back().c_str(),
-                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, f.executable ? 0755 : 0644));
+    const bool over = std::find(in_place.begin(), in_place.end(), f.path) != in_place.end();
+    // In place: the existing (empty) file's inode keeps its content, so a bind of it made
+    // before (a sandbox started ahead of its job) shows what is written now.
+    Fd out(over ? ::openat(parent->get(), segs->back().c_str(), O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC)
+                : ::openat(parent->get(), segs->back().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                           f.executable ? 0755 : 0644));
     if (!out.ok())
-      return fail("cannot create '" + shown + "' in '" + fresh_dir + "': " + errno_text(errno) +
-                  (errno == EEXIST ? " (the tree lists it twice)" : ""));
+      return fail("cannot " + std::string(over ? "open the placeholder " : "create ") + "'" + shown + "' in '" +
+                  fresh_dir + "': " + errno_text(errno) + (errno == EEXIST ? " (the tree lists it twice)" : ""));
     std::size_t done = 0;
     while (done < f.content.size()) {
       const ssize_t n = ::write(out.get(), f.content.data() + done, f.content.size() - done);

@@ -75,6 +75,12 @@ Result<LoadedTree> read_package_dir(const std::string& dir, const TreeLimits& li
 // partly written `fresh_dir` is left for the caller to remove.
 Result<void> write_tree(const PackageTree& tree, const std::string& fresh_dir);
 
+// The same into `dir`, which exists: its directories may exist already; its
+// files must not, except those listed in `in_place` (tree paths), which must
+// exist as regular files and are truncated and written through the same inode.
+Result<void> write_tree_into(const PackageTree& tree, const std::string& dir,
+                             const std::vector<std::string>& in_place);
+
 // Name rules shared by the directory reader, the tarball reader and the packer.
 namespace detail {
 // How many '/'-separated segments `path` has (0 for "").

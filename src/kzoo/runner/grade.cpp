@@ -16,7 +16,9 @@
 #include "kzoo/package/inspect.hpp"
 #include "kzoo/package/kernel_id.hpp"
 #include "kzoo/package/tarball.hpp"
+#include "kzoo/runner/pipes.hpp"
 #include "kzoo/runner/signature.hpp"
+#include "kzoo/runner/warm_judge.hpp"
 
 namespace kzoo::runner {
 namespace fs = std::filesystem;
@@ -143,43 +145,6 @@ Result<std::string> make_seed() {
   }
   return seed;
 }
-
-namespace {
-
-// A pipe whose write end is inherited by the sandboxed program: the seed (written
-// now, then closed) or the verdict channel (read after the run).
-struct Pipe {
-  int r = -1, w = -1;
-  ~Pipe() {
-    if (r >= 0) ::close(r);
-    if (w >= 0) ::close(w);
-  }
-};
-
-Result<void> open_pipe(Pipe& p) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return fail(std::string("pipe2 failed: ") + std::strerror(errno));
-  p.r = fds[0];
-  p.w = fds[1];
-  return ok();
-}
-
-// Whatever is in the pipe once every writer is gone (the run is over and all its
-// processes were killed), up to `cap` bytes; the rest is discarded.
-std::string drain_pipe(int fd, std::size_t cap) {
-  std::string out;
-  char buf[4096];
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (out.size() < cap) out.append(buf, std::min<std::size_t>(static_cast<std::size_t>(n), cap - out.size()));
-  }
-  return out;
-}
-
-}  // namespace
 
 Result<HarnessRun> run_harness_step(const Workdir& w, const std::string& script,
                                     std::vector<std::pair<std::string, std::string>> env,
@@ -341,18 +306,16 @@ GradeOutcome grade(const GradeOptions& o) {
   return finish(std::move(out));
 }
 
-GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, const GradeOptions& o) {
-  auto say = [&](const std::string& line) {
-    if (o.progress) o.progress(line);
-  };
+Result<HarnessSetup> harness_setup(const Workdir& w_, const std::string& kernel_id, const GradeOptions& o) {
   const Workdir* w = &w_;
+  HarnessSetup setup;
   // The sandbox: the trusted parts of W read-only, the judge read-only.
-  SandboxSpec spec;
+  SandboxSpec& spec = setup.spec;
   spec.argv = {python_of(o)};
   spec.workdir = w->root;
   std::string judge_dir = fs::weakly_canonical(o.judge_dir).string();
   if (!fs::is_directory(judge_dir + "/kzoo_judge"))
-    return (outcome(GradeStatus::error, "no judge at " + judge_dir + "/kzoo_judge: pass the judge directory (KZOO_JUDGE_DIR)"));
+    return fail("no judge at " + judge_dir + "/kzoo_judge: pass the judge directory (KZOO_JUDGE_DIR)");
   spec.ro_binds = {{w->harness_dir, std::string(kSandboxWorkdir) + "/.kernel_package"},
                    {w->task_file, std::string(kSandboxWorkdir) + "/.kzoo/task.json"},
                    {judge_dir, "/kzoo/judge"}};
@@ -374,16 +337,16 @@ GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, cons
   }
   if (o.device == "cuda") {
     auto nodes = gpu_device_nodes_for(o.gpus);
-    if (!nodes) return outcome(GradeStatus::error, nodes.error().message);
+    if (!nodes) return tl::unexpected(nodes.error());
     spec.devices = std::move(*nodes);
-    if (spec.devices.empty()) return (outcome(GradeStatus::error, "--device cuda but no /dev/nvidia* device nodes here"));
+    if (spec.devices.empty()) return fail("--device cuda but no /dev/nvidia* device nodes here");
   }
   spec.memory_bytes = o.memory_bytes ? o.memory_bytes : default_memory();
   spec.max_pids = o.max_pids;
   spec.cpus = o.cpus;
   spec.cpu_affinity = o.cpu_affinity;
 
-  SandboxOptions sopts;
+  SandboxOptions& sopts = setup.options;
   sopts.sandboxed = o.sandboxed;
   sopts.bwrap = o.bwrap;
   sopts.on_stderr = o.on_stderr;
@@ -399,7 +362,8 @@ GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, cons
   std::string py_bin = fs::path(fs::absolute(python_of(o)).lexically_normal()).parent_path().string();
   std::string path = "/usr/local/bin:/usr/bin:/bin";
   if (py_bin != "/usr/bin" && py_bin != "/bin" && py_bin != "/usr/local/bin") path = py_bin + ":" + path;
-  std::vector<std::pair<std::string, std::string>> env = {
+  auto& env = setup.env;
+  env = {
       {"PATH", path}, {"HOME", scratch}, {"USER", "kzoo"}, {"LOGNAME", "kzoo"},
       {"XDG_CACHE_HOME", cache}, {"TRITON_CACHE_DIR", cache + "/triton"},
       {"TORCH_EXTENSIONS_DIR", cache + "/torch_extensions"}, {"TORCHINDUCTOR_CACHE_DIR", cache + "/inductor"},
@@ -422,6 +386,26 @@ GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, cons
     env.emplace_back("KZOO_OPTIONS", judge_options.dump());
   }
   if (const char* dc = std::getenv("KZOO_DEVICE_CLASS")) env.emplace_back("KZOO_DEVICE_CLASS", dc);
+  return setup;
+}
+
+GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, const GradeOptions& o, WarmJudge* warm) {
+  auto say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  const Workdir* w = &w_;
+  auto setup = harness_setup(*w, kernel_id, o);
+  if (!setup) return outcome(GradeStatus::error, setup.error().message);
+  SandboxSpec& spec = setup->spec;
+  const SandboxOptions& sopts = setup->options;
+  const auto& env = setup->env;
+  // The judge started ahead (warm_judge.hpp), when it was started for this very W and sandbox.
+  if (warm != nullptr) {
+    if (auto why = warm->unfit(*w, spec, sopts); !why.empty()) {
+      say("the judge started ahead does not fit this run (" + why + "): benchmark.py starts cold");
+      warm = nullptr;
+    }
+  }
 
   say("building the test environment (build_test_env.py)");
   spec.wall_limit = o.build_timeout;
@@ -440,8 +424,15 @@ GradeOutcome grade_workdir(const Workdir& w_, const std::string& kernel_id, cons
 
   auto seed = make_seed();
   if (!seed) return (outcome(GradeStatus::error, seed.error().message));
-  say("benchmarking (benchmark.py, limit " + std::to_string(o.timeout.count()) + " s)");
+  say("benchmarking (benchmark.py, limit " + std::to_string(o.timeout.count()) + " s" +
+      (warm != nullptr ? ", its judge started ahead)" : ")"));
   spec.wall_limit = o.timeout;
+  if (warm != nullptr) {
+    auto ran = warm->go(env, *seed, o.timeout);
+    if (ran) return verify_benchmark_output(*ran, *seed, kernel_id);
+    // It ended before it took the job (or refused it): nothing of the job ran there.
+    say("the judge started ahead did not take the run (" + ran.error().message + "): benchmark.py starts cold");
+  }
   auto ran = run_harness_step(*w, "benchmark.py", env, *seed, spec, sopts);
   if (!ran) return (outcome(GradeStatus::error, ran.error().message));
   return verify_benchmark_output(*ran, *seed, kernel_id);

@@ -75,7 +75,22 @@ GradeOutcome grade(const GradeOptions& options);
 // build_test_env.py then benchmark.py in the sandbox over `w` and verifies
 // the signed document for `kernel_id`. options.package_path and task_file
 // are not used; catalog_dir only for device_classes.json.
-GradeOutcome grade_workdir(const Workdir& w, const std::string& kernel_id, const GradeOptions& options);
+// With `warm` (started on this W's skeleton, warm_judge.hpp), benchmark.py
+// runs in it when its sandbox is the one this run needs; else, or when it ended
+// before it took the run, benchmark.py starts cold as without it.
+class WarmJudge;
+GradeOutcome grade_workdir(const Workdir& w, const std::string& kernel_id, const GradeOptions& options,
+                           WarmJudge* warm = nullptr);
+
+// The sandbox both harness steps run in over `w` (its argv is the interpreter
+// alone; the step appends its script), the options for it, and the steps'
+// complete environment. Fails when the judge or the GPUs are missing.
+struct HarnessSetup {
+  SandboxSpec spec;
+  SandboxOptions options;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+Result<HarnessSetup> harness_setup(const Workdir& w, const std::string& kernel_id, const GradeOptions& options);
 
 // What one harness step left: the sandbox's result, and what the program
 // wrote on its verdict channel (signature.hpp).

@@ -4,7 +4,9 @@
 // else printed on the pipes is forged, broken, or a failure with its stderr.
 #include "kzoo/runner/grade.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include "kzoo/package/tarball.hpp"
 #include "kzoo/runner/signature.hpp"
 #include "kzoo/runner/test_support.hpp"
+#include "kzoo/runner/warm_judge.hpp"
 
 namespace kzoo::runner {
 namespace {
@@ -254,7 +257,8 @@ def run_package_benchmark(metas):
     ok = os.path.exists('.kzoo/run/built') and not tampered and os.path.exists('src/kernel.py')
     doc = {'schema_version': '1', 'kernel_id': os.environ['KZOO_KERNEL_ID'], 'ran_at': '2026-11-29T12:00:00Z',
            'runner_id': os.environ['KZOO_RUNNER_ID'], 'arch': os.environ['KZOO_DEVICE'],
-           'overall': {'accept': ok, 'accept_reason': 'fake: ' + ('ok' if ok else 'tampered or not built'),
+           'overall': {'accept': ok, 'accept_reason': 'fake: ' + ('ok' if ok else 'tampered or not built') +
+                                                      (' (warm)' if os.environ.get('KZOO_WARM_RAN') else ''),
                        'build_ok': True},
            'cases': [{'test_case_id': m['test_case_id'], 'status': 'ok', 'correct': True, 'metrics': {'t_us': 1.0}}
                      for m in metas]}
@@ -265,6 +269,36 @@ def run_package_benchmark(metas):
     os.write(vfd, ('kzoo-judge-signature: ' + hmac.new(key, out, hashlib.sha256).hexdigest() + '\n').encode())
     os.close(vfd)
     sys.exit(0 if ok else 1)
+)PY";
+
+// The warm judge's side of runner/warm_judge.hpp, as kzoo_judge/warm.py keeps it: ready
+// before the job, then the job's environment and seed from the control socket, then the
+// trusted benchmark.py as __main__. It refuses a job whose options say "refuse".
+const char* kFakeWarm = R"PY(import json, os, runpy, sys
+if os.path.exists('/kzoo/judge/EXIT_AT_START'):
+    sys.exit(0)
+fd = int(os.environ.pop('KZOO_CONTROL_FD'))
+print('fake warm: ready', file=sys.stderr, flush=True)
+raw = b''
+while True:
+    b = os.read(fd, 65536)
+    if not b:
+        break
+    raw += b
+if not raw:
+    sys.exit(0)
+msg = json.loads(raw)
+if json.loads(msg['env'].get('KZOO_OPTIONS', '{}')).get('refuse'):
+    print('kzoo-judge: warm: refusing the run: told to', file=sys.stderr)
+    sys.exit(4)
+os.environ.update(msg['env'])
+os.environ['KZOO_WARM_RAN'] = '1'
+r, w = os.pipe()
+os.write(w, msg['seed'].encode())
+os.close(w)
+os.environ['KZOO_SEED_FD'] = str(r)
+sys.argv = ['.kernel_package/benchmark.py']
+runpy.run_path('.kernel_package/benchmark.py', run_name='__main__')
 )PY";
 
 const char* kDesc = R"(schema_version: "1"
@@ -308,6 +342,7 @@ class GradeTest : public ::testing::Test {
     }
     testing::write_file(root / "judge/kzoo_judge/__init__.py", "");
     testing::write_file(root / "judge/kzoo_judge/entry.py", kFakeEntry);
+    testing::write_file(root / "judge/kzoo_judge/warm.py", kFakeWarm);
     testing::write_file(root / "catalog/tasks/faketask/task.json", "{\"name\": \"faketask\"}");
     testing::write_file(root / "catalog/kernel_data/.kernel_data", "");
     write_package(root / "catalog/kernel_data/demo/fake", "demo/fake");
@@ -383,6 +418,114 @@ TEST_F(GradeTest, AMissingTaskIsAnErrorThatSaysHowToFixIt) {
   EXPECT_EQ(g.status, GradeStatus::error);
   EXPECT_THAT(g.reason, HasSubstr("faketask"));
   EXPECT_THAT(g.reason, HasSubstr("--task"));
+}
+
+// A job laid out into the skeleton of a judge started ahead, graded through it.
+struct WarmRun {
+  GradeOutcome graded;
+  std::vector<std::string> progress;
+  bool said(std::string_view what) const {
+    return std::any_of(progress.begin(), progress.end(), [&](const auto& l) { return l.find(what) != std::string::npos; });
+  }
+};
+
+class WarmGradeTest : public GradeTest {
+ protected:
+  WarmRun run(WarmJudge* warm, const std::string& fresh_dir = "", std::chrono::seconds wait = std::chrono::seconds(0)) {
+    WarmRun r;
+    o.progress = [&r](std::string_view l) { r.progress.emplace_back(l); };
+    auto harness = package::read_package_dir(root / "catalog/kernel_data/demo/fake");
+    EXPECT_TRUE(harness.has_value());
+    auto w = lay_out_run(fresh_dir.empty() ? warm : nullptr, fresh_dir.empty() ? "" : fresh_dir, harness->tree,
+                         harness->tree, "{\"name\": \"faketask\"}");
+    EXPECT_TRUE(w.has_value()) << w.error().message;
+    if (!w) return r;
+    std::this_thread::sleep_for(wait);
+    r.graded = grade_workdir(*w, "demo/fake", o, warm);
+    return r;
+  }
+};
+
+TEST_F(WarmGradeTest, AJudgeStartedAheadRunsTheJobItIsHandedWithThatJobsSeed) {
+  auto warm = WarmJudge::start(o);
+  ASSERT_TRUE(warm.has_value()) << warm.error().message;
+  auto r = run(warm->get());
+  EXPECT_EQ(r.graded.status, GradeStatus::accepted) << r.graded.reason << "\n" << r.graded.stderr_tail;
+  EXPECT_EQ(r.graded.reason, "fake: ok (warm)");  // signed with the hand-over's seed, verified by us
+  EXPECT_TRUE(r.said("its judge started ahead"));
+  EXPECT_THAT(r.graded.stderr_tail, HasSubstr("fake warm: ready"));  // what it said before the job is kept
+  // It served its one run.
+  EXPECT_FALSE(warm->get()->running());
+  EXPECT_THAT(warm->get()->unfit(Workdir{warm->get()->skeleton()}, SandboxSpec{}, SandboxOptions{}),
+              HasSubstr("served a run already"));
+}
+
+TEST_F(WarmGradeTest, ItsWallClockLimitCountsFromTheHandOverNotFromItsStart) {
+  o.timeout = std::chrono::seconds(4);
+  auto warm = WarmJudge::start(o);
+  ASSERT_TRUE(warm.has_value()) << warm.error().message;
+  auto r = run(warm->get(), "", std::chrono::seconds(6));  // idle longer than the limit before its job
+  EXPECT_EQ(r.graded.status, GradeStatus::accepted) << r.graded.reason << "\n" << r.graded.stderr_tail;
+  EXPECT_EQ(r.graded.reason, "fake: ok (warm)");
+}
+
+TEST_F(WarmGradeTest, AJobItRefusesRunsColdAsIfThereWereNone) {
+  auto warm = WarmJudge::start(o);
+  ASSERT_TRUE(warm.has_value()) << warm.error().message;
+  o.judge_options = nlohmann::json{{"refuse", true}};
+  auto r = run(warm->get());
+  EXPECT_EQ(r.graded.status, GradeStatus::accepted) << r.graded.reason << "\n" << r.graded.stderr_tail;
+  EXPECT_EQ(r.graded.reason, "fake: ok");
+  EXPECT_TRUE(r.said("did not take the run (it refused the run: kzoo-judge: warm: refusing the run: told to)"));
+}
+
+TEST_F(WarmGradeTest, OneStartedOnAnotherWorkdirIsNotUsed) {
+  auto warm = WarmJudge::start(o);
+  ASSERT_TRUE(warm.has_value()) << warm.error().message;
+  auto r = run(warm->get(), root / "elsewhere");
+  EXPECT_EQ(r.graded.reason, "fake: ok") << r.graded.stderr_tail;
+  EXPECT_TRUE(r.said("does not fit this run (it was started on"));
+  EXPECT_TRUE(warm->get()->running());  // still there for a run that fits
+}
+
+TEST_F(WarmGradeTest, OneStartedInAnotherSandboxIsNotUsed) {
+  auto warm = WarmJudge::start(o);
+  ASSERT_TRUE(warm.has_value()) << warm.error().message;
+  o.memory_bytes = 3ull << 30;
+  auto r = run(warm->get());
+  EXPECT_EQ(r.graded.reason, "fake: ok") << r.graded.stderr_tail;
+  EXPECT_TRUE(r.said("does not fit this run (other limits)"));
+}
+
+TEST_F(WarmGradeTest, OneThatEndedBeforeItsJobIsNotUsed) {
+  testing::write_file(root / "judge/EXIT_AT_START", "");
+  auto warm = WarmJudge::start(o);
+  ASSERT_TRUE(warm.has_value()) << warm.error().message;
+  for (int i = 0; i < 100 && warm->get()->running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto r = run(warm->get());
+  EXPECT_EQ(r.graded.status, GradeStatus::accepted) << r.graded.reason << "\n" << r.graded.stderr_tail;
+  EXPECT_EQ(r.graded.reason, "fake: ok");
+  EXPECT_TRUE(r.said("does not fit this run (it has ended)"));
+}
+
+TEST_F(WarmGradeTest, ItsDirectoryGoesWithIt) {
+  std::string dir;
+  {
+    auto warm = WarmJudge::start(o);
+    ASSERT_TRUE(warm.has_value()) << warm.error().message;
+    dir = warm->get()->skeleton().root;
+    EXPECT_TRUE(std::filesystem::is_directory(dir + "/.kzoo/incumbent/src"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST(WarmMode, AutoIsOnForAGpuOnly) {
+  EXPECT_TRUE(warm_wanted(WarmMode::auto_, "cuda"));
+  EXPECT_FALSE(warm_wanted(WarmMode::auto_, "cpu"));
+  EXPECT_TRUE(warm_wanted(WarmMode::on, "cpu"));
+  EXPECT_FALSE(warm_wanted(WarmMode::off, "cuda"));
+  EXPECT_FALSE(parse_warm_mode("yes").has_value());
+  EXPECT_EQ(*parse_warm_mode("off"), WarmMode::off);
 }
 
 TEST_F(GradeTest, AnUnknownDeviceIsAnError) {

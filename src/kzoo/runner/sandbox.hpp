@@ -40,6 +40,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -149,6 +150,39 @@ std::vector<std::string> bwrap_argv(const SandboxSpec& spec, const std::string& 
 // could not be set up (bwrap missing, workdir missing, bwrap's own error);
 // whatever the program does is reported in the SandboxResult instead. Every
 // process of the run is killed and its cgroup removed before returning.
+// The same as StartedSandbox::start(spec, options) then wait(spec.wall_limit).
 Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions& options = {});
+
+// A run started now and waited for later: the judge started ahead of its job
+// (warm_judge.hpp) imports torch while the job is still being claimed and laid
+// out, and its wall-clock limit counts from the wait, not from the start.
+// Until wait() nothing reads its output (a program that fills a pipe blocks
+// until then) and nothing limits its time; the cgroup's limits hold from the
+// start. Destroying it unwaited kills every process of the run and removes its
+// cgroup.
+class StartedSandbox {
+ public:
+  // Everything of run_sandbox up to the program's exec: the same checks, the
+  // same errors.
+  static Result<StartedSandbox> start(const SandboxSpec& spec, const SandboxOptions& options = {});
+
+  StartedSandbox();  // none: running() is false, wait() fails
+  StartedSandbox(StartedSandbox&&) noexcept;
+  StartedSandbox& operator=(StartedSandbox&&) noexcept;
+  ~StartedSandbox();
+
+  // Reads its output until it ends or `wall_limit` from now has passed (then
+  // everything is killed: timed_out), as run_sandbox does; SandboxResult::wall
+  // counts from this call. Once only.
+  Result<SandboxResult> wait(std::chrono::milliseconds wall_limit);
+  // Whether the program (bwrap's monitor, in the sandbox) has not ended yet.
+  bool running() const;
+  pid_t pid() const;
+
+ private:
+  struct Impl;
+  explicit StartedSandbox(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace kzoo::runner

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -49,6 +50,7 @@ class Fd {
   }
   ~Fd() { reset(); }
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
   void reset() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -182,8 +184,62 @@ bool drain(int fd, Sink&& sink) {
 
 }  // namespace
 
-Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions& options) {
+// Everything a started run holds until it is waited for: its descriptors, its
+// cgroup, its process, and what it has reported so far.
+struct StartedSandbox::Impl {
+  SandboxSpec spec;
+  SandboxOptions options;
   SandboxResult result;
+  std::optional<Cgroup> cgroup;
+  int out_r = -1, err_r = -1, status_r = -1, pidfd = -1;  // closed by ~Impl
+  pid_t pid = -1;
+  bool reaped = false;
+
+  // Only ever called while `pid` is unreaped (alive or a zombie), so its
+  // process group id cannot have been recycled for someone else's group.
+  void kill_everything() {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+    if (cgroup) cgroup->kill_all();
+  }
+  ~Impl() {
+    if (pid > 0 && !reaped) {
+      kill_everything();
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (cgroup) (void)cgroup->remove();
+    for (int fd : {out_r, err_r, status_r, pidfd})
+      if (fd >= 0) ::close(fd);
+  }
+};
+
+StartedSandbox::StartedSandbox(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+StartedSandbox::StartedSandbox() = default;
+StartedSandbox::StartedSandbox(StartedSandbox&&) noexcept = default;
+StartedSandbox& StartedSandbox::operator=(StartedSandbox&&) noexcept = default;
+StartedSandbox::~StartedSandbox() = default;
+
+pid_t StartedSandbox::pid() const { return impl_ ? impl_->pid : -1; }
+
+bool StartedSandbox::running() const {
+  if (!impl_ || impl_->reaped) return false;
+  siginfo_t si{};
+  return ::waitid(P_PID, static_cast<id_t>(impl_->pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0;
+}
+
+Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions& options) {
+  auto started = StartedSandbox::start(spec, options);
+  if (!started) return tl::unexpected(started.error());
+  return started->wait(spec.wall_limit);
+}
+
+Result<StartedSandbox> StartedSandbox::start(const SandboxSpec& spec_in, const SandboxOptions& options_in) {
+  auto impl = std::make_unique<Impl>();
+  impl->spec = spec_in;
+  impl->options = options_in;
+  const SandboxSpec& spec = impl->spec;
+  const SandboxOptions& options = impl->options;
+  SandboxResult& result = impl->result;
   if (spec.argv.empty() || spec.argv[0].empty() || spec.argv[0][0] != '/')
     return fail("sandbox: argv[0] must be an absolute path, got '" + (spec.argv.empty() ? "" : spec.argv[0]) + "'");
   struct stat st;
@@ -211,7 +267,7 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
     if (auto r = chown_tree(spec.workdir, run_uid, run_gid); !r) return tl::unexpected(r.error());
 
   // Limits: a cgroup when we can manage one, else rlimits (with a warning).
-  std::optional<Cgroup> cgroup;
+  std::optional<Cgroup>& cgroup = impl->cgroup;
   rlim_t nproc = RLIM_INFINITY, as = RLIM_INFINITY;
   if (detect_cgroup_version(options.cgroup_root) != CgroupVersion::none) {
     auto cg = Cgroup::create({spec.memory_bytes, spec.max_pids, spec.cpus}, options.cgroup_root);
@@ -303,10 +359,10 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
                  exec_err->second.get(), keep.data(), static_cast<int>(keep.size()),
                  root, run_uid, run_gid, nproc, as, affinity.get(), affinity_size};
 
-  const auto started = Clock::now();
   pid_t pid = ::fork();
   if (pid < 0) return fail(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) child_main(plan);
+  impl->pid = pid;
 
   // Parent. Close the child's ends so EOF means "every writer is gone".
   out->second.reset();
@@ -315,17 +371,11 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
   exec_err->second.reset();
   status->second.reset();
 
-  // Only ever called while `pid` is unreaped (alive or a zombie), so its
-  // process group id cannot have been recycled for someone else's group.
-  auto kill_everything = [&] {
-    ::kill(-pid, SIGKILL);
-    ::kill(pid, SIGKILL);
-    if (cgroup) cgroup->kill_all();
-  };
   if (cgroup) {
     if (auto r = cgroup->add(pid); !r) {
-      kill_everything();
+      impl->kill_everything();
       ::waitpid(pid, nullptr, 0);
+      impl->reaped = true;
       return fail("sandbox: cannot place the run in its cgroup: " + r.error().message);
     }
   }
@@ -335,10 +385,27 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
   int exec_errno = 0;
   if (::read(exec_err->first.get(), &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
     ::waitpid(pid, nullptr, 0);
+    impl->reaped = true;
     return fail("cannot start " + args[0] + ": " + std::strerror(exec_errno));
   }
-
   for (int fd : {out->first.get(), err->first.get()}) ::fcntl(fd, F_SETFL, O_NONBLOCK);
+  impl->out_r = out->first.release();
+  impl->err_r = err->first.release();
+  impl->status_r = status->first.release();
+  impl->pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  return StartedSandbox(std::move(impl));
+}
+
+Result<SandboxResult> StartedSandbox::wait(std::chrono::milliseconds wall_limit) {
+  if (!impl_ || impl_->reaped) return fail("sandbox: this run was already waited for");
+  Impl& in = *impl_;
+  const SandboxSpec& spec = in.spec;
+  const SandboxOptions& options = in.options;
+  SandboxResult& result = in.result;
+  std::optional<Cgroup>& cgroup = in.cgroup;
+  const pid_t pid = in.pid;
+  auto kill_everything = [&] { in.kill_everything(); };
+  const auto started = Clock::now();
   auto on_stdout = [&](std::string_view s) {
     size_t room = spec.stdout_cap - std::min(spec.stdout_cap, result.stdout_data.size());
     if (s.size() > room) result.stdout_truncated = true;
@@ -353,8 +420,8 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
     }
   };
 
-  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  const auto deadline = started + spec.wall_limit;
+  const int pidfd = in.pidfd;
+  const auto deadline = started + wall_limit;
   bool out_open = true, err_open = true, exited = false;
   int wstatus = 0;
   std::optional<Clock::time_point> grace_until;  // after exit: drain, then stop waiting
@@ -375,18 +442,18 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
     }
     pollfd fds[3];
     int n = 0;
-    if (out_open) fds[n++] = {out->first.get(), POLLIN, 0};
-    if (err_open) fds[n++] = {err->first.get(), POLLIN, 0};
-    if (!exited && pidfd.get() >= 0) fds[n++] = {pidfd.get(), POLLIN, 0};
+    if (out_open) fds[n++] = {in.out_r, POLLIN, 0};
+    if (err_open) fds[n++] = {in.err_r, POLLIN, 0};
+    if (!exited && pidfd >= 0) fds[n++] = {pidfd, POLLIN, 0};
     auto limit = grace_until ? *grace_until : deadline;
     auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(limit - Clock::now()).count() + 1;
-    if (pidfd.get() < 0 && !exited) wait_ms = std::min<long long>(wait_ms, 50);
+    if (pidfd < 0 && !exited) wait_ms = std::min<long long>(wait_ms, 50);
     int rc = ::poll(fds, n, static_cast<int>(std::clamp<long long>(wait_ms, 0, 1000)));
     if (rc < 0 && errno != EINTR) break;
     for (int i = 0; i < n && rc > 0; ++i) {
       if (!fds[i].revents) continue;
-      if (fds[i].fd == out->first.get()) out_open = drain(fds[i].fd, on_stdout);
-      if (fds[i].fd == err->first.get()) err_open = drain(fds[i].fd, on_stderr);
+      if (fds[i].fd == in.out_r) out_open = drain(fds[i].fd, on_stdout);
+      if (fds[i].fd == in.err_r) err_open = drain(fds[i].fd, on_stderr);
     }
     if (!exited) {
       // Seen exited but not yet reaped: whatever it left behind (daemons,
@@ -400,7 +467,11 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
       }
     }
   }
-  if (!exited) ::waitpid(pid, &wstatus, 0);
+  if (!exited) {
+    kill_everything();  // the loop gave up reading: nothing of the run may outlive it
+    ::waitpid(pid, &wstatus, 0);
+  }
+  in.reaped = true;
   result.wall = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
   if (result.stderr_tail.size() > spec.stderr_cap) {
     result.stderr_tail.erase(0, result.stderr_tail.size() - spec.stderr_cap);
@@ -417,6 +488,7 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
     result.oom = usage.oom;
     result.peak_memory_bytes = usage.peak_memory_bytes;
     if (auto r = cgroup->remove(); !r) result.warnings.push_back(r.error().message);
+    cgroup.reset();
   }
   if (options.sandboxed) {
     // bwrap's monitor (pid 1 of the sandbox, which the program cannot kill)
@@ -424,8 +496,8 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
     // or the OOM killer ended the run, the sandbox never came up: the exit
     // status and stderr are bwrap's own, not the program's.
     std::string status_text;
-    ::fcntl(status->first.get(), F_SETFL, O_NONBLOCK);
-    drain(status->first.get(), [&](std::string_view s) { status_text.append(s); });
+    ::fcntl(in.status_r, F_SETFL, O_NONBLOCK);
+    drain(in.status_r, [&](std::string_view s) { status_text.append(s); });
     if (status_text.find("\"exit-code\"") == std::string::npos && !result.timed_out && !result.stopped && !result.oom)
       return fail("sandbox setup failed (bwrap exit status " + std::to_string(result.exit_code) +
                   "): " + result.stderr_tail);
@@ -436,7 +508,7 @@ Result<SandboxResult> run_sandbox(const SandboxSpec& spec, const SandboxOptions&
     }
   }
   if (result.signal != 0) result.exit_code = -1;
-  return result;
+  return std::move(result);
 }
 
 }  // namespace kzoo::runner

@@ -43,7 +43,31 @@ Result<Workdir> lay_out_workdir(const std::string& fresh_dir, const package::Pac
   if (auto w = package::write_tree(*tree, fresh_dir); !w)
     return fail("cannot lay out the workdir " + fresh_dir + ": " + w.error().message);
   return Workdir{fresh_dir, fresh_dir + "/.kernel_package", fresh_dir + "/src", fresh_dir + "/.kzoo/task.json",
-                 fresh_dir + "/.kzoo/run"};
+                 fresh_dir + "/.kzoo/run"};  // workdir_at's, below
+}
+
+namespace {
+Workdir workdir_at(const std::string& root) {
+  return Workdir{root, root + "/.kernel_package", root + "/src", root + "/.kzoo/task.json", root + "/.kzoo/run"};
+}
+}  // namespace
+
+Result<Workdir> make_workdir_skeleton(const std::string& fresh_dir) {
+  package::PackageTree tree;
+  tree.dirs = {".kernel_package", ".kzoo", ".kzoo/incumbent", ".kzoo/incumbent/src", ".kzoo/run", "src"};
+  tree.files.push_back({".kzoo/task.json", ""});
+  if (auto w = package::write_tree(tree, fresh_dir); !w)
+    return fail("cannot lay out the workdir skeleton " + fresh_dir + ": " + w.error().message);
+  return workdir_at(fresh_dir);
+}
+
+Result<Workdir> fill_workdir(const Workdir& skeleton, const package::PackageTree& harness,
+                             const package::PackageTree& submission, std::string_view task_json) {
+  auto tree = workdir_tree(harness, submission, task_json);
+  if (!tree) return tl::unexpected(tree.error());
+  if (auto w = package::write_tree_into(*tree, skeleton.root, {".kzoo/task.json"}); !w)
+    return fail("cannot lay out the workdir " + skeleton.root + ": " + w.error().message);
+  return workdir_at(skeleton.root);
 }
 
 }  // namespace kzoo::runner

@@ -39,4 +39,16 @@ Result<package::PackageTree> workdir_tree(const package::PackageTree& harness,
 Result<Workdir> lay_out_workdir(const std::string& fresh_dir, const package::PackageTree& harness,
                                 const package::PackageTree& submission, std::string_view task_json);
 
+// The skeleton of a W a judge is started on before its job exists
+// (warm_judge.hpp): `fresh_dir` (must not exist) with empty .kernel_package/,
+// src/, .kzoo/run/ and .kzoo/incumbent/src/, and an empty .kzoo/task.json. The
+// sandbox's binds of them are made when it starts, so the job's files must land
+// in these very directories and that very file: fill_workdir.
+Result<Workdir> make_workdir_skeleton(const std::string& fresh_dir);
+
+// lay_out_workdir into a skeleton: the same tree, task.json written in place.
+// Fails as lay_out_workdir does, and when anything but the skeleton is there.
+Result<Workdir> fill_workdir(const Workdir& skeleton, const package::PackageTree& harness,
+                             const package::PackageTree& submission, std::string_view task_json);
+
 }  // namespace kzoo::runner

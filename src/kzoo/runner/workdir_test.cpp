@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include <sys/stat.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -81,6 +83,53 @@ TEST(LayOutWorkdir, WritesTheTreeIntoAFreshDirectoryOnly) {
   EXPECT_FALSE(std::filesystem::exists(dir / "w/README.md"));
   // Never over an existing directory.
   EXPECT_FALSE(lay_out_workdir(dir / "w", trusted(), submission(), "{}").has_value());
+}
+
+TEST(WorkdirSkeleton, FillsTheSameDirectoriesAndTheSameTaskFileAsLaidOut) {
+  testing::TempDir dir;
+  auto skel = make_workdir_skeleton(dir / "w");
+  ASSERT_TRUE(skel.has_value()) << skel.error().message;
+  for (const auto* d : {".kernel_package", "src", ".kzoo/run", ".kzoo/incumbent/src"})
+    EXPECT_TRUE(std::filesystem::is_directory(std::filesystem::path(dir / "w") / d)) << d;
+  EXPECT_EQ(testing::read_file(skel->task_file), "");
+  struct stat before {};
+  ASSERT_EQ(::stat(skel->task_file.c_str(), &before), 0);
+
+  auto w = fill_workdir(*skel, trusted(), submission(), "{\"task\": 1}");
+  ASSERT_TRUE(w.has_value()) << w.error().message;
+  EXPECT_EQ(w->root, skel->root);
+  EXPECT_EQ(testing::read_file(w->harness_dir + "/benchmark.py"), "trusted benchmark\n");
+  EXPECT_EQ(testing::read_file(w->src_dir + "/sub/helper.py"), "x = 1\n");
+  EXPECT_EQ(testing::read_file(w->task_file), "{\"task\": 1}");
+  EXPECT_FALSE(std::filesystem::exists(dir / "w/README.md"));
+  // The task went into the placeholder's own inode: a bind made of it earlier shows it.
+  struct stat after {};
+  ASSERT_EQ(::stat(w->task_file.c_str(), &after), 0);
+  EXPECT_EQ(before.st_ino, after.st_ino);
+}
+
+TEST(WorkdirSkeleton, IsFilledOnceAndNeverOverAnotherJobsFiles) {
+  testing::TempDir dir;
+  auto skel = make_workdir_skeleton(dir / "w");
+  ASSERT_TRUE(skel.has_value());
+  ASSERT_TRUE(fill_workdir(*skel, trusted(), submission(), "{}").has_value());
+  auto again = fill_workdir(*skel, trusted(), submission(), "{}");
+  ASSERT_FALSE(again.has_value());
+  EXPECT_THAT(again.error().message, HasSubstr("bench_result.yaml"));
+  // Nor over an existing directory.
+  EXPECT_FALSE(make_workdir_skeleton(dir / "w").has_value());
+}
+
+TEST(WorkdirSkeleton, RefusesATaskPlaceholderThatIsALink) {
+  testing::TempDir dir;
+  auto skel = make_workdir_skeleton(dir / "w");
+  ASSERT_TRUE(skel.has_value());
+  std::filesystem::remove(skel->task_file);
+  std::filesystem::create_symlink(dir / "elsewhere", skel->task_file);
+  auto w = fill_workdir(*skel, trusted(), submission(), "{}");
+  ASSERT_FALSE(w.has_value());
+  EXPECT_THAT(w.error().message, HasSubstr("task.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "elsewhere"));
 }
 
 }  // namespace

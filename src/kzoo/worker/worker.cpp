@@ -75,6 +75,8 @@ Result<void> prepare(WorkerOptions& o) {
   // The runner tells the judge its device class from this process's
   // KZOO_DEVICE_CLASS; a worker runs one device, so the class is set once.
   if (::setenv("KZOO_DEVICE_CLASS", o.device_class.c_str(), 1) != 0) return fail("setenv KZOO_DEVICE_CLASS failed");
+  if (runner::warm_wanted(o.warm, o.device) && !o.gpu_pool && !o.warm_slot)
+    o.warm_slot = std::make_shared<runner::WarmSlot>(o.log);
   return ok();
 }
 }  // namespace
@@ -113,7 +115,10 @@ Result<std::optional<JobReport>> Worker::run_once() {
   if (!claimed) return fail("claiming a job failed: " + claimed.error().message);
   if (!*claimed) return std::optional<JobReport>();
   // A user's batch script runs as Slurm would run it; everything else is graded.
-  if ((*claimed)->is_batch()) return std::optional<JobReport>(jobs::run_batch_job(*t_, **claimed, o_));
+  if ((*claimed)->is_batch()) {
+    if (o_.warm_slot) o_.warm_slot->clear();  // the script gets the device's memory, not an idle judge
+    return std::optional<JobReport>(jobs::run_batch_job(*t_, **claimed, o_));
+  }
   return std::optional<JobReport>(jobs::grade_job(*t_, **claimed, o_));
 }
 

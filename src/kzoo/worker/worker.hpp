@@ -34,6 +34,9 @@ struct WorkerOptions : jobs::GradeJobOptions {
   // runner API with `token` (a runner token), and data_dir is not used.
   std::string server_url;
   std::string token;
+  // The next job's judge started when a job's run ends (runner/warm_judge.hpp):
+  // auto is on for cuda. Not with a pool of GPUs, whose next GPU is unknown.
+  runner::WarmMode warm = runner::WarmMode::auto_;
 };
 
 using jobs::JobReport;

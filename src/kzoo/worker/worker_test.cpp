@@ -275,6 +275,34 @@ TEST_F(WorkerTest, TheSameSourceAsTheIncumbentIsNotAnImprovement) {
   expect_decided_by_decide_run(job, rep);
 }
 
+// The judge of a worker's next job starts when a job's run ends (runner/warm_judge.hpp):
+// the second job's judge was up before that job was claimed, and its verdict is the one a
+// cold judge gives (an A/B against the incumbent, the gain accepted).
+TEST_F(WorkerTest, TheNextJobsJudgeIsStartedAheadAndJudgesItAsAColdOneWould) {
+  o.warm = runner::WarmMode::on;
+  auto w = Worker::open(o);
+  ASSERT_TRUE(w) << w.error().message;
+  auto first = submit(package_tree(kWrong));
+  auto r1 = (*w)->run_once();
+  ASSERT_TRUE(r1 && *r1);
+  EXPECT_EQ((*r1)->outcome, store::Outcome::rejected);
+  auto ev1 = repo->read_job_evidence(std::to_string(first));
+  ASSERT_TRUE(ev1);
+  EXPECT_EQ(ev1->at("stderr.log").find("a judge started ahead"), std::string::npos) << "the first job starts cold";
+
+  auto second = submit(package_tree(kFast));
+  auto r2 = (*w)->run_once();
+  ASSERT_TRUE(r2 && *r2);
+  ASSERT_EQ((*r2)->outcome, store::Outcome::accepted) << ((*r2)->reasons.empty() ? "" : (*r2)->reasons[0]);
+  auto ev2 = repo->read_job_evidence(std::to_string(second));
+  ASSERT_TRUE(ev2);
+  EXPECT_NE(ev2->at("stderr.log").find("a judge started ahead"), std::string::npos) << ev2->at("stderr.log");
+  auto doc = format::parse_json(ev2->at("benchmark_output.json"), "b");
+  ASSERT_TRUE(doc);
+  EXPECT_GT((*doc)["cases"][0]["speedup"]["value"].get<double>(), 1.5);
+  expect_decided_by_decide_run(second, **r2);
+}
+
 TEST_F(WorkerTest, ASubmissionsOwnHarnessNeverRuns) {
   const std::string before = head();
   // Its harness would print a forged accepting document and succeed; its

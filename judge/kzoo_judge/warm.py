@@ -1,0 +1,99 @@
+"""The judge started before its job: `python3 -m kzoo_judge.warm` (runner/warm_judge.hpp).
+
+A worker starts it in the sandbox the next job's benchmark.py would get, on a W that holds
+only empty folders. It does now what benchmark.py's judge does before its clock -- its
+children started, torch imported, the CUDA context made (3.2-5.0 s on an H200, docs/PERF.md)
+-- and then waits on the control socket (KZOO_CONTROL_FD) for the job: one JSON message,
+{"env": {...}, "seed": "<hex>"}, ended by the runner closing its end. With it, the job's
+environment is set, the seed is put where read_secret() takes it, and the trusted harness
+.kernel_package/benchmark.py runs as __main__, exactly as the runner would have started it.
+
+Nothing of the job exists here before the message: W was empty when the children started and
+none reads from it before the judge sends it work; the seed arrives only with the message.
+The message refused (the judge's files changed since this process started, or it does not
+parse) ends the process with WARM_REFUSED and nothing on stdout: the runner then runs the job
+cold. The socket closed without a message (the job went elsewhere) ends it quietly.
+"""
+
+import json
+import os
+import runpy
+import sys
+
+from . import entry, spawn
+
+WARM_REFUSED = 4  # runner/warm_judge.hpp kWarmRefusedStatus
+
+
+def _read_all(fd):
+    chunks = []
+    while True:
+        b = os.read(fd, 65536)
+        if not b:
+            return b"".join(chunks)
+        chunks.append(b)
+        if sum(len(c) for c in chunks) > (1 << 20):
+            raise ValueError("the message is over 1 MiB")
+
+
+def refuse(why):
+    print("kzoo-judge: warm: refusing the run: %s" % why, file=sys.stderr, flush=True)
+    sys.exit(WARM_REFUSED)
+
+
+def main():
+    entry._mark("interpreter and kzoo_judge")
+    entry.harden_judge()
+    verdict_fd = entry.take_verdict_fd()
+    try:
+        control = int(os.environ.pop("KZOO_CONTROL_FD"))
+        os.set_inheritable(control, False)
+    except (KeyError, ValueError, OSError) as e:
+        raise SystemExit("kzoo-judge: warm: KZOO_CONTROL_FD is not an open descriptor: %s" % e)
+    version = entry.judge_version()
+    w = os.getcwd()
+    # The children an A/B run starts first (spawn.early): every folder exists in the skeleton;
+    # the job trims those it does not need (entry._take_warm).
+    pool = spawn.early(os.path.join(w, "src"), os.environ.get("KZOO_DEVICE"),
+                       os.path.join(w, ".kzoo", "incumbent", "src"))
+    entry._mark("the early children")
+    import torch  # noqa: F401 - the import this process is here for
+    if os.environ.get("KZOO_DEVICE") == "cuda" and torch.cuda.is_available():
+        torch.cuda.init()
+        torch.zeros(1, device="cuda")  # the context itself, not only the driver
+    entry._mark("torch and the device")
+    print("kzoo-judge: warm: ready, waiting for the job (%s)" % ", ".join(entry._steps(entry._STARTUP, 0.0)[0]),
+          file=sys.stderr, flush=True)
+    try:
+        raw = _read_all(control)
+    finally:
+        os.close(control)
+    if not raw.strip():
+        if pool is not None:
+            pool.kill()
+        return 0  # no job came: the runner discarded this judge
+    try:
+        msg = json.loads(raw)
+        env, seed = msg["env"], msg["seed"]
+        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            raise ValueError("env is not an object of strings")
+        bytes.fromhex(seed)
+    except (ValueError, KeyError, TypeError) as e:
+        refuse("the runner's message does not parse (%s)" % e)
+    if entry.judge_version() != version:
+        refuse("the judge's files changed since this process started (%s, now %s)" % (version, entry.judge_version()))
+    entry._went(pool, verdict_fd)
+    os.environ.update(env)
+    r, wr = os.pipe()
+    os.write(wr, seed.encode("ascii"))
+    os.close(wr)
+    os.environ["KZOO_SEED_FD"] = str(r)
+    script = os.path.join(w, ".kernel_package", "benchmark.py")
+    sys.argv = [script]
+    sys.path.insert(0, os.path.dirname(script))
+    runpy.run_path(script, run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
