@@ -231,11 +231,15 @@ class Child:
         finally:
             self.kill()
 
-    def kill(self):
+    def signal_kill(self):
+        """SIGKILL to the child's process group, not waited for (kill() reaps it)."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+    def kill(self):
+        self.signal_kill()
         try:
             self.proc.wait(timeout=10)
             freezer.SPAWNED.discard(self.proc.pid)

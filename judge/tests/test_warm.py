@@ -24,7 +24,7 @@ class Warm:
     """`python3 -m kzoo_judge.warm` on a skeleton W (empty folders) with a control socket and a
     verdict channel, as runner/warm_judge.cpp starts it; the test fills W and hands it a job."""
 
-    def __init__(self, judge_root=h.JUDGE_ROOT):
+    def __init__(self, judge_root=h.JUDGE_ROOT, ab=True):
         self.dir = tempfile.mkdtemp(prefix="kzoo-warm-test-")
         for d in (".kernel_package", "src", ".kzoo/run", ".kzoo/incumbent/src"):
             os.makedirs(os.path.join(self.dir, d))
@@ -32,7 +32,7 @@ class Warm:
         self.verdict_r, verdict_w = os.pipe()
         env = {k: v for k, v in os.environ.items() if not k.startswith("KZOO_")}
         env.update(PYTHONPATH=judge_root, KZOO_DEVICE="cpu", KZOO_CONTROL_FD=str(theirs.fileno()),
-                   KZOO_VERDICT_FD=str(verdict_w))
+                   KZOO_VERDICT_FD=str(verdict_w), KZOO_WARM_AB="1" if ab else "0")
         self.proc = subprocess.Popen([sys.executable, "-m", "kzoo_judge.warm"], cwd=self.dir, env=env,
                                      pass_fds=(theirs.fileno(), verdict_w), stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, start_new_session=True)
@@ -83,7 +83,7 @@ class WarmJudge(unittest.TestCase):
             self.warm.close()
 
     def test_it_is_ready_before_the_job_and_judges_the_job_it_is_handed_later(self):
-        self.warm = w = Warm()
+        self.warm = w = Warm(ab=False)  # the submission's child alone, as for a run without an incumbent
         self.assertIn("kzoo-judge: warm: ready, waiting for the job", w.ready)
         self.assertIn("torch and the device", w.ready)
         w.fill(h.GOOD_SOFTMAX, h.softmax_task())

@@ -363,9 +363,10 @@ class Grading {
     Measurement m;
     m.graded = runner::grade_workdir(*w, kernel_id, g, warm.get());
     warm.reset();
-    // The next run's judge starts now, while this one's evidence is committed. A worker
-    // sharing a pool of GPUs does not know the next run's GPU: its runs start cold.
-    if (o_.warm_slot && !o_.gpu_pool) o_.warm_slot->prepare(next_run);
+    // The next run's judge starts now, while this one's evidence is committed, expecting
+    // the kind of run this was (A/B or not: a kernel's jobs mostly are one or the other).
+    // A worker sharing a pool of GPUs does not know the next run's GPU: its runs start cold.
+    if (o_.warm_slot && !o_.gpu_pool) o_.warm_slot->prepare(next_run, h.has_incumbent);
     // A judge that does not name the class it ran on (its provenance waits
     // for the GPU-gated judge) ran on this worker's: the class it was told.
     if (m.graded.document.is_object() && !m.graded.document.contains("device_class"))

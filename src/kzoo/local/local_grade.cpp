@@ -97,7 +97,7 @@ LocalGrade grade_locally(const PackageInput& pkg, const std::optional<PackageInp
   // package is read, inspected and laid out, and its build step runs.
   std::unique_ptr<runner::WarmJudge> warm;
   if (runner::warm_wanted(o.warm, o.grade.device) && !o.grade.keep_workdir) {
-    if (auto started = runner::WarmJudge::start(o.grade))
+    if (auto started = runner::WarmJudge::start(o.grade, incumbent.has_value()))
       warm = std::move(*started);
     else
       say("cannot start the judge ahead (" + started.error().message + "): benchmark.py starts cold");

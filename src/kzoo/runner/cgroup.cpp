@@ -103,6 +103,14 @@ std::string unique_suffix() {
   return std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
+// mkdir of a run's group. The name holds our pid: a group a process of the same pid
+// left behind when it died (a killed worker, pid since reused) is removed first when
+// empty, instead of failing every run of ours that draws its name.
+bool make_group(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0) return true;
+  return errno == EEXIST && ::rmdir(dir.c_str()) == 0 && ::mkdir(dir.c_str(), 0755) == 0;
+}
+
 }  // namespace
 
 const char* to_string(CgroupVersion v) {
@@ -148,7 +156,7 @@ Result<Cgroup> Cgroup::create(const CgroupLimits& limits, const std::string& roo
       std::string dir = root + "/" + c + own_v1_group(c);
       if (dir.back() != '/') dir += '/';
       dir += "kzoo-" + suffix;
-      if (::mkdir(dir.c_str(), 0755) != 0)
+      if (!make_group(dir))
         return fail("cannot create cgroup " + dir + ": " + std::strerror(errno));
       cg.dirs_.push_back(dir);  // from here on the destructor removes it
     }
@@ -173,7 +181,7 @@ Result<Cgroup> Cgroup::create(const CgroupLimits& limits, const std::string& roo
       }
       // The CPU cap is optional: a group or quota the kernel refuses leaves the run uncapped, and says so.
       std::string dir = base + (base.back() == '/' ? "" : "/") + "kzoo-" + suffix;
-      if (::mkdir(dir.c_str(), 0755) != 0) {
+      if (!make_group(dir)) {
         cg.cpu_note_ = "cannot create cgroup " + dir + ": " + std::strerror(errno);
         return cg;
       }
@@ -196,7 +204,7 @@ Result<Cgroup> Cgroup::create(const CgroupLimits& limits, const std::string& roo
         return tl::unexpected(r.error());
   }
   std::string dir = root + "/kzoo/run-" + suffix;
-  if (::mkdir(dir.c_str(), 0755) != 0) return fail("cannot create cgroup " + dir + ": " + std::strerror(errno));
+  if (!make_group(dir)) return fail("cannot create cgroup " + dir + ": " + std::strerror(errno));
   cg.dirs_.push_back(dir);
   if (limits.memory_bytes > 0) {
     if (auto r = write_text(dir + "/memory.max", std::to_string(limits.memory_bytes)); !r)

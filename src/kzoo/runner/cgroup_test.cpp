@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,6 +103,23 @@ TEST_F(CgroupTest, KillsEveryMemberAndRemovesItselfWhenDestroyed) {
     EXPECT_EQ(WTERMSIG(status), SIGKILL);
   }
   for (const auto& d : dirs) EXPECT_FALSE(std::filesystem::exists(d)) << d << " left behind";
+}
+
+// Names hold the pid and a counter: a group left behind by a dead process whose pid is ours
+// now (a killed worker) would take the name of one of our runs. Empty, it is replaced.
+TEST_F(CgroupTest, AnEmptyGroupLeftUnderItsNameByADeadProcessIsReplaced) {
+  auto first = Cgroup::create({64ull << 20, 17});
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  std::vector<std::string> next;
+  for (const auto& d : first->dirs()) {
+    auto dash = d.rfind('-');
+    next.push_back(d.substr(0, dash + 1) + std::to_string(std::stoul(d.substr(dash + 1)) + 1));
+    ASSERT_TRUE(std::filesystem::create_directory(next.back())) << next.back();
+  }
+  auto second = Cgroup::create({64ull << 20, 17});
+  ASSERT_TRUE(second.has_value()) << second.error().message;
+  EXPECT_EQ(second->dirs(), next);
+  EXPECT_EQ(slurp(second->dirs().back() + "/pids.max"), "17\n");
 }
 
 TEST_F(CgroupTest, RemoveIsIdempotent) {

@@ -447,7 +447,7 @@ class WarmGradeTest : public GradeTest {
 };
 
 TEST_F(WarmGradeTest, AJudgeStartedAheadRunsTheJobItIsHandedWithThatJobsSeed) {
-  auto warm = WarmJudge::start(o);
+  auto warm = WarmJudge::start(o, false);
   ASSERT_TRUE(warm.has_value()) << warm.error().message;
   auto r = run(warm->get());
   EXPECT_EQ(r.graded.status, GradeStatus::accepted) << r.graded.reason << "\n" << r.graded.stderr_tail;
@@ -462,7 +462,7 @@ TEST_F(WarmGradeTest, AJudgeStartedAheadRunsTheJobItIsHandedWithThatJobsSeed) {
 
 TEST_F(WarmGradeTest, ItsWallClockLimitCountsFromTheHandOverNotFromItsStart) {
   o.timeout = std::chrono::seconds(4);
-  auto warm = WarmJudge::start(o);
+  auto warm = WarmJudge::start(o, false);
   ASSERT_TRUE(warm.has_value()) << warm.error().message;
   auto r = run(warm->get(), "", std::chrono::seconds(6));  // idle longer than the limit before its job
   EXPECT_EQ(r.graded.status, GradeStatus::accepted) << r.graded.reason << "\n" << r.graded.stderr_tail;
@@ -470,7 +470,7 @@ TEST_F(WarmGradeTest, ItsWallClockLimitCountsFromTheHandOverNotFromItsStart) {
 }
 
 TEST_F(WarmGradeTest, AJobItRefusesRunsColdAsIfThereWereNone) {
-  auto warm = WarmJudge::start(o);
+  auto warm = WarmJudge::start(o, false);
   ASSERT_TRUE(warm.has_value()) << warm.error().message;
   o.judge_options = nlohmann::json{{"refuse", true}};
   auto r = run(warm->get());
@@ -480,7 +480,7 @@ TEST_F(WarmGradeTest, AJobItRefusesRunsColdAsIfThereWereNone) {
 }
 
 TEST_F(WarmGradeTest, OneStartedOnAnotherWorkdirIsNotUsed) {
-  auto warm = WarmJudge::start(o);
+  auto warm = WarmJudge::start(o, false);
   ASSERT_TRUE(warm.has_value()) << warm.error().message;
   auto r = run(warm->get(), root / "elsewhere");
   EXPECT_EQ(r.graded.reason, "fake: ok") << r.graded.stderr_tail;
@@ -489,7 +489,7 @@ TEST_F(WarmGradeTest, OneStartedOnAnotherWorkdirIsNotUsed) {
 }
 
 TEST_F(WarmGradeTest, OneStartedInAnotherSandboxIsNotUsed) {
-  auto warm = WarmJudge::start(o);
+  auto warm = WarmJudge::start(o, false);
   ASSERT_TRUE(warm.has_value()) << warm.error().message;
   o.memory_bytes = 3ull << 30;
   auto r = run(warm->get());
@@ -499,7 +499,7 @@ TEST_F(WarmGradeTest, OneStartedInAnotherSandboxIsNotUsed) {
 
 TEST_F(WarmGradeTest, OneThatEndedBeforeItsJobIsNotUsed) {
   testing::write_file(root / "judge/EXIT_AT_START", "");
-  auto warm = WarmJudge::start(o);
+  auto warm = WarmJudge::start(o, false);
   ASSERT_TRUE(warm.has_value()) << warm.error().message;
   for (int i = 0; i < 100 && warm->get()->running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto r = run(warm->get());
@@ -511,7 +511,7 @@ TEST_F(WarmGradeTest, OneThatEndedBeforeItsJobIsNotUsed) {
 TEST_F(WarmGradeTest, ItsDirectoryGoesWithIt) {
   std::string dir;
   {
-    auto warm = WarmJudge::start(o);
+    auto warm = WarmJudge::start(o, false);
     ASSERT_TRUE(warm.has_value()) << warm.error().message;
     dir = warm->get()->skeleton().root;
     EXPECT_TRUE(std::filesystem::is_directory(dir + "/.kzoo/incumbent/src"));

@@ -26,7 +26,7 @@ std::vector<std::pair<std::string, std::string>> warm_env(std::vector<std::pair<
   return env;
 }
 
-std::string last_line(const std::string& text) {
+std::string last_line_of(const std::string& text) {
   auto end = text.find_last_not_of(" \n\r\t");
   if (end == std::string::npos) return "no output";
   auto begin = text.rfind('\n', end);
@@ -48,7 +48,7 @@ WarmJudge::~WarmJudge() {
   fs::remove_all(dir_, ec);
 }
 
-Result<std::unique_ptr<WarmJudge>> WarmJudge::start(const GradeOptions& o) {
+Result<std::unique_ptr<WarmJudge>> WarmJudge::start(const GradeOptions& o, bool ab) {
   std::string dir = fs::temp_directory_path().string() + "/kzoo-warm-XXXXXX";
   if (::mkdtemp(dir.data()) == nullptr) return fail(std::string("cannot make a temporary directory: ") + std::strerror(errno));
   auto cleanup = [&] {
@@ -80,6 +80,7 @@ Result<std::unique_ptr<WarmJudge>> WarmJudge::start(const GradeOptions& o) {
   spec.argv = {spec.argv.at(0), "-m", "kzoo_judge.warm"};
   spec.env = warm_env(setup->env);
   spec.env.emplace_back("KZOO_CONTROL_FD", std::to_string(sv[1]));
+  spec.env.emplace_back("KZOO_WARM_AB", ab ? "1" : "0");
   spec.env.emplace_back(std::string(kVerdictFdVariable), std::to_string(verdict.w));
   spec.pass_fds = {sv[1], verdict.w};
   auto started = StartedSandbox::start(spec, setup->options);
@@ -128,7 +129,7 @@ Result<HarnessRun> WarmJudge::go(const std::vector<std::pair<std::string, std::s
     if (n <= 0) {
       auto ended = sandbox_.wait(std::chrono::seconds(1));
       return fail("it ended before it was handed the run" +
-                  (ended ? ": " + last_line(ended->stderr_tail) : std::string()));
+                  (ended ? ": " + last_line_of(ended->stderr_tail) : std::string()));
     }
     sent += static_cast<std::size_t>(n);
   }
@@ -138,7 +139,7 @@ Result<HarnessRun> WarmJudge::go(const std::vector<std::pair<std::string, std::s
   if (!r) return tl::unexpected(r.error());
   HarnessRun run{std::move(*r), drain_pipe(verdict_, kVerdictCap)};
   if (run.sandbox.exit_code == kWarmRefusedStatus && run.sandbox.stdout_data.empty())
-    return fail("it refused the run: " + last_line(run.sandbox.stderr_tail));
+    return fail("it refused the run: " + last_line_of(run.sandbox.stderr_tail));
   return run;
 }
 
@@ -183,10 +184,10 @@ std::unique_ptr<WarmJudge> WarmSlot::take() {
   return w;
 }
 
-void WarmSlot::prepare(const GradeOptions& options) {
+void WarmSlot::prepare(const GradeOptions& options, bool ab) {
   std::lock_guard lock(m_);
   if (warm_ && warm_->running()) return;
-  auto w = WarmJudge::start(options);
+  auto w = WarmJudge::start(options, ab);
   if (!w) {
     warm_.reset();
     if (log_) log_("cannot start the next run's judge ahead (" + w.error().message + "); it will start cold");

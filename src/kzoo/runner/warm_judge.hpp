@@ -44,8 +44,10 @@ class WarmJudge {
  public:
   // A skeleton W in a fresh temporary directory, and the warm judge started on
   // it in the sandbox harness_setup() gives for `options`, with the
-  // incumbent's folder bound read-only as an A/B job binds it.
-  static Result<std::unique_ptr<WarmJudge>> start(const GradeOptions& options);
+  // incumbent's folder bound read-only as an A/B job binds it. With `ab` it
+  // starts the A/B's three children, else the submission's alone (a job of the
+  // other kind still runs there: the judge starts what it lacks, ends the rest).
+  static Result<std::unique_ptr<WarmJudge>> start(const GradeOptions& options, bool ab);
   ~WarmJudge();  // kills it if it still runs, and removes its directory
   WarmJudge(const WarmJudge&) = delete;
   WarmJudge& operator=(const WarmJudge&) = delete;
@@ -110,9 +112,9 @@ class WarmSlot {
   // The judge started ahead, taken (nullptr: none, or it ended or aged; those
   // are dropped). grade_workdir decides whether it fits the run.
   std::unique_ptr<WarmJudge> take();
-  // Starts one for the next run graded like `options`, unless one is up. A
-  // start that fails is logged; the next run then starts cold.
-  void prepare(const GradeOptions& options);
+  // Starts one for the next run graded like `options` (an A/B when `ab`), unless
+  // one is up. A start that fails is logged; the next run then starts cold.
+  void prepare(const GradeOptions& options, bool ab);
   // Ends the one that is up (a batch job needs the GPU's memory).
   void clear();
 

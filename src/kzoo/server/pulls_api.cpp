@@ -33,7 +33,7 @@ json pull_json(const store::Pull& p, const std::optional<std::string>& owner) {
             {"page", fmt::format("/submissions/{}", p.submission_id)}}}};
 }
 
-json comment_json(const store::Comment& c) {
+json pull_comment_json(const store::Comment& c) {
   return {{"id", c.id}, {"who", c.who}, {"kind", store::to_string(c.kind)}, {"body", c.body}, {"at", iso8601(c.at)}};
 }
 
@@ -81,7 +81,7 @@ void Api::get_pull(const httplib::Request& req, httplib::Response& res) {
   if (!cs) return pull_state_error(res, cs.error());
   json doc = pull_json(*p, owner_of(**lease, p->route));
   doc["comments"] = json::array();
-  for (const auto& c : *cs) doc["comments"].push_back(comment_json(c));
+  for (const auto& c : *cs) doc["comments"].push_back(pull_comment_json(c));
   if (auto s = (*lease)->get_submission(p->submission_id); s) {
     doc["kernel_id"] = s->kernel_id;
     doc["optimization_summary"] = s->summary;
@@ -169,7 +169,7 @@ void Api::post_pull_comment(const httplib::Request& req, httplib::Response& res)
   auto added = (*lease)->add_comment(path_id(req), *k, text.get<std::string>());
   if (!added) return pull_state_error(res, added.error());
   res.set_header("Location", fmt::format("/api/pulls/{}", added->submission_id));
-  send_json(res, 201, comment_json(*added));
+  send_json(res, 201, pull_comment_json(*added));
 }
 
 }  // namespace kzoo::server
