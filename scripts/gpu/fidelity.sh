@@ -14,7 +14,8 @@
 #   NCU_CALLS (default 5); JUDGE_OPTIONS (a JSON object for `kzoo grade --judge-options`, e.g.
 #   '{"trace": true}': every timed batch's figures in the grade logs, with its Unix time); CLOCKS=1
 #   (nvidia-smi's SM and memory clocks, power, throttle reasons and HBM temperature every 5 ms beside each grade,
-#   clocks_NAME.csv, to read the traced batches against); GRADE_TIMEOUT (default 150 s a package); BUDGET_S (default 520): no
+#   clocks_NAME.csv, to read the traced batches against); GRADE_ARGS (more `kzoo grade` arguments, e.g.
+#   "--warm-judge off"); JUDGE_DIR (another kzoo_judge tree to read against ncu); GRADE_TIMEOUT (default 150 s a package); BUDGET_S (default 520): no
 #   package is started once that much of the call has passed, so the table is always printed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -53,15 +54,19 @@ for kind, task, d in sorted(found, key=lambda f: (f[1] != "softmax", f[1], f[0])
 PYEOF
 }
 
-grade() {  # grade NAME DIR -> $LOGS/grade_NAME.{json,err} (and clocks_NAME.csv with CLOCKS=1)
-  local smi=""
+grade() {  # grade NAME DIR KIND -> $LOGS/grade_NAME.{json,err} (and clocks_NAME.csv with CLOCKS=1)
+  local smi="" as=()
+  # An eager package is graded as the worker grades a `kind: baseline` check: the call a PyTorch
+  # user makes may use a library the reference does not (torch 2.11's SDPA picks cuDNN on an H200).
+  [ "$3" = eager ] && as=(--baseline)
   if [ "${CLOCKS:-0}" = 1 ] && command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active,temperature.memory \
       --format=csv,nounits -lms 5 > "$LOGS/clocks_$1.csv" 2>/dev/null &
     smi=$!
   fi
-  timeout "${GRADE_TIMEOUT:-150}" "$K" grade "$2" --device cuda --json --catalog catalog --judge-dir judge \
-    --python "$PY" --timeout "$(( ${GRADE_TIMEOUT:-150} - 10 ))" -v ${JUDGE_OPTIONS:+--judge-options "$JUDGE_OPTIONS"} > "$LOGS/grade_$1.json" 2> "$LOGS/grade_$1.err"
+  timeout "${GRADE_TIMEOUT:-150}" "$K" grade "$2" --device cuda --json --catalog catalog --judge-dir "${JUDGE_DIR:-judge}" \
+    --python "$PY" --timeout "$(( ${GRADE_TIMEOUT:-150} - 10 ))" -v "${as[@]}" ${GRADE_ARGS:-} \
+    ${JUDGE_OPTIONS:+--judge-options "$JUDGE_OPTIONS"} > "$LOGS/grade_$1.json" 2> "$LOGS/grade_$1.err"
   echo "grade $1 rc=$? $(date +%s)" >> "$LOGS/progress.txt"
   [ -z "$smi" ] || kill "$smi" 2>/dev/null
 }
@@ -72,8 +77,8 @@ while read -r kind task dir; do
   if [ $(( $(date +%s) - t_all )) -gt "${BUDGET_S:-520}" ]; then skipped="$skipped ${kind}_$task"; continue; fi
   name="${kind}_${task}"
   t0=$(date +%s)
-  grade "$name" "$dir"
-  if [[ " $REPEAT " == *" $task "* ]]; then grade "${name}_r2" "$dir"; grade "${name}_r3" "$dir"; fi
+  grade "$name" "$dir" "$kind"
+  if [[ " $REPEAT " == *" $task "* ]]; then grade "${name}_r2" "$dir" "$kind"; grade "${name}_r3" "$dir" "$kind"; fi
   timeout 240 "$NCU" --profile-from-start off --clock-control none --cache-control all \
     --metrics gpu__time_duration.sum --csv "$PY" scripts/gpu/ncu_package.py "catalog/tasks/$task/task.json" "$dir/src" \
     "$NCU_CALLS" > "$LOGS/ncu_$name.csv" 2> "$LOGS/ncu_$name.err"

@@ -119,7 +119,39 @@ KZOO_NVIDIA_SMI="$tmp/nvidia-smi" "$KZOO" "${G[@]}" "$pkg" --device cuda >"$tmp/
 check "a GPU below the task's min_compute_capability is refused" 2 $?
 grep -q "compute capability 9.0 or more" "$tmp/out6.txt" || { echo "FAIL the refusal does not name the capability"; cat "$tmp/out6.txt"; fails=$((fails + 1)); }
 
-# 6. Usage errors exit 2.
+# 6. A baseline is the call a PyTorch user makes, and may call a library the reference does not:
+#    the worker decides a `kind: baseline` check by correctness and the guardrails, and so does
+#    --baseline. A softmax that also goes through a (BLAS-backed) matmul fails the library gate
+#    as a submission and passes as a baseline (--no-rules: the board counts no check of 3 timed runs).
+mkdir -p "$tmp/blas"
+cp -r "$pkg/." "$tmp/blas/"
+cat >>"$tmp/blas/src/softmax.py" <<'PY'
+
+
+_plain = softmax
+
+
+def softmax(x):
+    y = _plain(x)
+    return torch.matmul(y.unsqueeze(-1), torch.ones(1, 1, dtype=y.dtype, device=y.device)).squeeze(-1)
+PY
+"$KZOO" "${G[@]}" "$tmp/blas" --kernel-id "$id" --iterations 3 --timeout 900 >"$tmp/out8.txt" 2>"$tmp/err8.txt"
+check "a submission calling a library the reference does not is rejected" 1 $?
+grep -q "library calls the reference does not make" "$tmp/out8.txt" || { echo "FAIL the rejection does not name the library gate"; cat "$tmp/out8.txt"; fails=$((fails + 1)); }
+"$KZOO" "${G[@]}" "$tmp/blas" --kernel-id "$id" --baseline --no-rules --iterations 3 --timeout 900 --json >"$tmp/out9.json" 2>"$tmp/err9.txt"
+check "the same package graded as the eager baseline is accepted" 0 $?
+/usr/bin/python3 - "$tmp/out9.json" <<'PY' || { echo "FAIL --baseline did not decide as the worker decides a baseline"; fails=$((fails + 1)); }
+import json, sys
+doc = json.load(open(sys.argv[1]))
+g = doc["kzoo_grade"]
+assert g["status"] == "accepted" and "baseline's check passes" in g["summary"], g["summary"]
+assert any(c["gates"]["library-calls"]["pass"] is False for c in doc["cases"]), "the gate did not fail"
+assert g["decision"]["outcome"] == "accepted", g["decision"]
+PY
+"$KZOO" "${G[@]}" "$pkg" --baseline --against "$pkg" >"$tmp/out10.txt" 2>&1
+check "--baseline with --against is a usage error" 2 $?
+
+# 7. Usage errors exit 2.
 "$KZOO" "${G[@]}" "$tmp/does-not-exist" >/dev/null 2>&1
 check "a missing path is an error" 2 $?
 "$KZOO" "${G[@]}" "$pkg" --device tpu >/dev/null 2>&1

@@ -1,7 +1,8 @@
 // `kzoo grade PATH [--against INCUMBENT]`: grade a package (directory or
 // .tar.gz) on this machine the way the service's worker grades a submission
 // (local/local_grade.hpp): the trusted harness, the A/B against an incumbent,
-// the board's rules and the worker's own decision. Exit 0 accepted, 1
+// the board's rules and the worker's own decision; with --baseline, as the
+// worker decides a `kind: baseline` check. Exit 0 accepted, 1
 // rejected (violations, incorrect, gate, guardrail, not faster, timeout,
 // forged result), 2 error or refused (a device the task's environment rules
 // out).
@@ -184,6 +185,10 @@ const bool registered = kzoo::cli::register_command(
       sub.add_option("PATH", a->path, "package directory or .tar.gz")->required();
       sub.add_option("--against", a->against, "the incumbent (a package directory or .tar.gz of the same kernel): "
                      "time both, A/B, and decide as the server does against its source at HEAD");
+      sub.add_flag("--baseline", a->o.baseline, "grade the package as its kernel's eager baseline, as the worker "
+                   "grades a `kind: baseline` submission: its check passes when it is correct within the board's "
+                   "guardrails; the gates on vendor-library calls and the A/B do not decide it")
+          ->excludes(sub.get_option("--against"));
       sub.add_option("--kernel-id", a->kernel_id, "the package's kernel ID, for a copy outside any kernel_data root");
       sub.add_option("--root", a->root, "the kernel_data root the package's kernel ID is relative to");
       sub.add_option("--device", g.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));

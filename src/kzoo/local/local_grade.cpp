@@ -159,6 +159,9 @@ LocalGrade grade_locally(const PackageInput& pkg, const std::optional<PackageInp
   }
 
   package::PackageTree inc_src;
+  if (incumbent && o.baseline)
+    return ended(std::move(g), GradeStatus::error,
+                 "a baseline is measured, not compared: grade it without an incumbent (--baseline takes no --against)");
   if (incumbent) {
     if (incumbent->kernel_id != pkg.kernel_id)
       return ended(std::move(g), GradeStatus::error,
@@ -191,7 +194,10 @@ LocalGrade grade_locally(const PackageInput& pkg, const std::optional<PackageInp
   }
   if (!o.device_class.empty()) ::setenv("KZOO_DEVICE_CLASS", o.device_class.c_str(), 1);
   say(fmt::format("grading {} ({}, {}, {} timed runs{})", pkg.kernel_id,
-                  g.had_incumbent ? "A/B against " + incumbent->display : "no incumbent", o.grade.device, timed_runs,
+                  o.baseline        ? "as its eager baseline"
+                  : g.had_incumbent ? "A/B against " + incumbent->display
+                                    : "no incumbent",
+                  o.grade.device, timed_runs,
                   rules ? "" : ", no board rules"));
   std::vector<std::string> warnings = std::move(g.graded.warnings);
   g.graded = runner::grade_workdir(*w, pkg.kernel_id, run, warm.get());
@@ -202,14 +208,21 @@ LocalGrade grade_locally(const PackageInput& pkg, const std::optional<PackageInp
     g.graded.document["device_class"] = o.device_class;
 
   if (g.graded.document.is_object())
-    g.decision = board::decide_run({g.graded.document, trusted_insp.metas, g.had_incumbent, rules, timed_runs, false},
-                                   o.policy);
+    g.decision = board::decide_run(
+        {g.graded.document, trusted_insp.metas, g.had_incumbent, rules, timed_runs, o.baseline}, o.policy);
   if (g.graded.status == GradeStatus::error) {
     g.status = GradeStatus::error;
     g.summary = "error: " + g.graded.reason;
   } else if (!g.decision) {
     g.status = GradeStatus::rejected;
     g.summary = "rejected: " + g.graded.reason;
+  } else if (o.baseline) {
+    // The policy's verdict may refuse what a baseline is allowed (a gate): its check decides.
+    g.status = g.decision->accepted ? GradeStatus::accepted : GradeStatus::rejected;
+    g.summary = g.decision->accepted ? "the baseline's check passes: correct, within the board's guardrails"
+                : !g.decision->reasons.empty() ? "rejected: " + g.decision->reasons.front()
+                                               : "rejected: the baseline is not correct at every case: " +
+                                                     (g.graded.reason.empty() ? g.decision->verdict.summary : g.graded.reason);
   } else {
     g.status = g.decision->accepted ? GradeStatus::accepted : GradeStatus::rejected;
     g.summary = g.decision->accepted ? g.decision->verdict.summary : "rejected: " + g.decision->reasons.front();

@@ -60,6 +60,12 @@ struct LocalGradeOptions {
   // its interpreter, torch and CUDA context then cost the grade nothing they would not
   // cost anyway. Never with keep_workdir (the warm judge's W goes with it).
   runner::WarmMode warm = runner::WarmMode::auto_;
+  // Graded as its kernel's eager baseline, as the worker grades a `kind: baseline`
+  // submission (board::decide_run's is_baseline): it measures the call a PyTorch user
+  // makes, so its check passes when it is correct within the board's guardrails; the
+  // accept policy's gates (a vendor library the reference does not call: SDPA's cuDNN
+  // kernels) and the A/B do not decide it. Never with an incumbent.
+  bool baseline = false;
 };
 
 struct LocalGrade {

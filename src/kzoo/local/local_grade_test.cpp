@@ -68,6 +68,15 @@ TEST(LocalGrade, AnIncumbentOfAnotherKernelIsRefused) {
   EXPECT_THAT(g.summary, HasSubstr("an A/B compares two sources of one kernel"));
 }
 
+TEST(LocalGrade, ABaselineIsMeasuredAloneNeverAgainstAnIncumbent) {
+  auto o = options();
+  o.baseline = true;
+  auto g = grade_locally(catalog_package(kSoftmax), catalog_package(kSoftmax), o);
+  EXPECT_EQ(g.status, runner::GradeStatus::error);
+  EXPECT_THAT(g.summary, HasSubstr("a baseline is measured, not compared"));
+  EXPECT_FALSE(g.decision);
+}
+
 TEST(LocalGrade, ADeviceTheTaskRulesOutIsRefusedBeforeAnythingRuns) {
   auto o = options();
   o.grade.device = "cuda";
