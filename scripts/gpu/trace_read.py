@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Read traced GPU grades call by call against Nsight Compute (docs/GPU.md, session 19).
+
+    python3 scripts/gpu/trace_read.py DIR
+
+DIR holds grades run with --judge-options '{"trace": true}' (`-v` stderr as grade_NAME.err or
+g_NAME.err, fidelity.sh's and the one-off runs' names) and ncu sums (ncu_X.txt from ncu_sum.py
+--by-marker), X the longest prefix of NAME that has one. Per grade and case, each against ncu's
+summed kernel time: what the judge reported (the median of its per-call figures), the median of
+the stream windows alone (start event to the call's stream end: the kernels, no tail), the figure
+the judge's rule gives from the traced windows and the logged floors (timing.window_ns: it must
+equal the reported one unless batches were flagged), and how many batches were flagged. Why: a
+case off ncu is either its kernels (the stream windows), the tail charge, or the cross-check;
+this says which without another device call.
+"""
+import glob
+import os
+import re
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "judge"))
+from kzoo_judge import timing  # noqa: E402
+
+
+def _floats(text, scale=1.0):
+    return [float(x.strip(" '")) * scale for x in text.split(",") if x.strip(" '")]
+
+
+def read_grade(path):
+    """([floors per calibrated shape, as [(stream ns, tail ns)]], {case number: [(streams ns, tails
+    ns, the child's figures us, flagged)]}); a batch belongs to the case whose "case k/3" line
+    follows it."""
+    floors, cases, pending, batches = [], {}, None, []
+    for line in open(path, errors="replace"):
+        if "window tail floors" in line:
+            body = line.split("least tail, us):", 1)[1]
+            floors.append([(float(p.split(":")[0].split()[0]) * 1e3, float(p.split(":")[1]) * 1e3)
+                           for p in body.split(",") if ":" in p])
+        m = re.search(r"trace: stream \[(.*?)\] us; tails \[(.*?)\] us", line)
+        if m:
+            pending = (_floats(m.group(1), 1e3), _floats(m.group(2), 1e3))
+        m = re.search(r"batch of \d+: child \[(.*?)\] us; .*flagged (\w+)", line)
+        if m and pending:
+            batches.append(pending + (_floats(m.group(1)), m.group(2) == "True"))
+            pending = None
+        m = re.search(r"case (\d+)/\d+ ", line)
+        if m:
+            cases[int(m.group(1)) - 1] = batches
+            batches = []
+    return floors, cases
+
+
+def read_ncu(path):
+    return {int(line.split()[0]): float(line.split()[1]) for line in open(path) if line.strip()}
+
+
+def main(folder):
+    ncus = {os.path.basename(p)[4:-4]: read_ncu(p) for p in glob.glob(os.path.join(folder, "ncu_*.txt"))}
+    for path in sorted(glob.glob(os.path.join(folder, "g*_*.err"))):
+        name = re.sub(r"^(grade|g)_", "", os.path.basename(path)[:-4])
+        owners = [k for k in ncus if name.startswith(k)]
+        if not owners:
+            continue
+        ncu = ncus[max(owners, key=len)]
+        floors, cases = read_grade(path)
+        row = ["%-44s" % name]
+        for c, batches in sorted(cases.items()):
+            if c not in ncu or not batches:
+                continue
+            tf = timing.TailFloors()
+            tf.levels = sorted(floors[min(c, len(floors) - 1)]) if floors else []
+            rule = [x for s, t, _, _ in batches for x in timing.window_ns(s, t, tf if tf.levels else None)]
+            stream = [x for s, _, _, _ in batches for x in s]
+            reported = [x * 1e3 for _, _, child, _ in batches for x in child]
+            off = lambda v: (statistics.median(v) / 1e3 / ncu[c] - 1) * 100  # noqa: E731
+            row.append("case %d: judge %+.2f%%, stream %+.2f%%, rule %+.2f%%, flagged %d/%d"
+                       % (c, off(reported), off(stream), off(rule), sum(f for *_, f in batches), len(batches)))
+        print(" | ".join(row))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])
