@@ -57,8 +57,8 @@ def restricted_loads(data):
 
 
 def keep_off_timing_cpu():
-    """Move the judge, and its torch threads, off the CPU its children are pinned to
-    (timing_cpu), on either device. True when that leaves the judge a CPU of its own: then judge and child
+    """CPU timing: move the judge, and its torch threads, off the CPU its children are pinned
+    to (timing_cpu). True when that leaves the judge a CPU of its own: then judge and child
     may spin-wait for each other around a timed call (spin.py) instead of sleeping in the kernel.
 
     Why: paced timed batches (Judge._one_by_one) cross the pipe twice per call. On a 2-vCPU

@@ -131,16 +131,14 @@ class Judge:
         self.phases = timing.Phases(torch.cuda.synchronize if device == "cuda" else None)
         self.calls_phase = "child batches"  # where the judge's clock over the child's calls is counted
         # Judge and child spin-wait for each other around each timed call (the doorbell,
-        # bell.py) when each has a CPU to spin on: the children are pinned to the timing CPU
-        # and the judge keeps off it (channel.keep_off_timing_cpu), on either device. Why the
-        # doorbell on a GPU too: through the pipe the judge's clock held two pickled crossings
-        # and two wake-ups per call, and honest 500 us calls read 0.59-0.83 of it and were
-        # flagged (shared/gpu-runs, main 9c5f355). Why pinned on a GPU too: unpinned, the
-        # scheduler could put the spinning judge on the child's CPU, and a call's tail (the
-        # child's host round trip after its kernels, timing.window_ns) then ran 80-150 us for
-        # stretches of tens of calls instead of 30-50: honest calls were charged 3-10% and
-        # their batches flagged, in one grade and not the next (docs/GPU.md, session 19).
-        self.spin_s = spin.SPIN_S if channel.keep_off_timing_cpu() else 0.0
+        # bell.py) when each has a CPU to spin on: on the CPU the judge keeps off the timing
+        # CPU (channel.keep_off_timing_cpu); on a GPU any two CPUs do. Why on a GPU too: through
+        # the pipe the judge's clock held two pickled crossings and two wake-ups per call, and
+        # honest 500 us calls read 0.59-0.83 of it and were flagged (shared/gpu-runs, main 9c5f355).
+        if device == "cpu":
+            self.spin_s = spin.SPIN_S if channel.keep_off_timing_cpu() else 0.0
+        else:
+            self.spin_s = spin.SPIN_S if len(os.sched_getaffinity(0)) >= 2 else 0.0
         self.ab = ab.Incumbent(self, options.incumbent_src) if options.incumbent_src else None
         # Containment (freezer.py): the judge adopts the orphans of its descendants, and its own
         # helpers -- torch's shared-memory manager, started now by a first shared tensor -- are

@@ -20,19 +20,15 @@ from . import freezer
 
 @functools.lru_cache(maxsize=None)
 def timing_cpu():
-    """The one CPU every child of this judge is pinned to, on either device
+    """The one CPU every child of this judge is pinned to when timing on the CPU
     (chosen once per judge process, by its pid, so that several workers on one
-    machine spread over its CPUs while each A/B stays on one); the judge keeps
-    off it (channel.keep_off_timing_cpu).
+    machine spread over its CPUs while each A/B stays on one).
 
     Why: the vCPUs of a virtual machine are not equally fast (steal time,
     host neighbours), and the scheduler keeps a process on the CPU it last
     ran on. Unpinned, the incumbent's and the submission's children each
     settled on a different vCPU for a whole run and identical code measured
-    0.72x or 1.35x against itself; pinned to one CPU, 0.98-1.01x. On a GPU the
-    child's host round trip after each call is part of its figure (the tail,
-    timing.window_ns), and it ran 80-150 us instead of 30-50 for stretches of
-    calls while nothing kept the spinning judge off the child's CPU."""
+    0.72x or 1.35x against itself; pinned to one CPU, 0.98-1.01x."""
     cpus = sorted(os.sched_getaffinity(0))
     return cpus[os.getpid() % len(cpus)]
 
@@ -69,7 +65,7 @@ def spawn(workdir, device, defer_cuda=False):
         proc = subprocess.Popen(
             [sys.executable, "-m", "kzoo_judge.child", str(b.fileno())],
             pass_fds=(b.fileno(),), stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
-            stderr=sys.stderr.fileno(), env=_scrubbed_env(judge_root, timing_cpu(), defer_cuda),
+            stderr=sys.stderr.fileno(), env=_scrubbed_env(judge_root, timing_cpu() if device == "cpu" else None, defer_cuda),
             cwd=workdir, start_new_session=True, close_fds=True)
     except BaseException:
         a.close()
