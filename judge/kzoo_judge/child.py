@@ -199,10 +199,13 @@ class Harness:
         """Wait for the whole device after a call. Spinning on the stream's end event first
         (not blocking) keeps the gap between that event and the device-wide end to the
         harness's own few microseconds, the same for every call: a longer gap is work the
-        call left running on another stream (timing.window_ns)."""
+        call left running on another stream (timing.window_ns). Returns the host's ns the
+        device sync blocked once the stream's end was seen (the "sync" tail)."""
         while not stream_end.query():
             pass
+        t0 = _clock()
         self._device_sync()
+        return _clock() - t0
 
     def _poison(self, nbytes):
         """Leave NaN-patterned freed memory where an output allocation would land."""
@@ -257,6 +260,8 @@ class Harness:
         # A paced call started and ended through the doorbell (bell.py): one call per "go".
         ring = int(opts.get("bell", 0)) if self.bell is not None and len(self.sets) == 1 else 0
         trace, enqueue, places = bool(opts.get("trace")), [], []
+        # The tail (Options.tail): the GPU events' ("events") or the device sync's own ("sync").
+        synced, blocked = opts.get("tail") == "sync", []
         if cuda:
             # Per call: start, the stream's end (right after the call, in stream order) and the
             # device's end (after a device-wide sync). The judge takes the stream's figure unless
@@ -291,7 +296,7 @@ class Harness:
                         # The host's time from the pad's launch to the call's return: past the
                         # pad's length, the stream window opened on an idle device (launch in it).
                         enqueue.append((_clock() - h0) / 1e3)
-                    self._drain(mids[i])
+                    blocked.append(self._drain(mids[i]))
                     ends[i].record()
                     if trace:
                         places.append(_places(args, r))  # after the window: host work of its own
@@ -322,7 +327,7 @@ class Harness:
                                                                                   places), file=sys.stderr, flush=True)
         if cuda:
             times = [int(s.elapsed_time(m) * 1e6) for s, m in zip(starts, mids)]
-            tails = [int(m.elapsed_time(e) * 1e6) for m, e in zip(mids, ends)]
+            tails = [int(b) for b in blocked] if synced else [int(m.elapsed_time(e) * 1e6) for m, e in zip(mids, ends)]
         else:
             tails = [0] * len(times)
         if per_call:

@@ -51,6 +51,17 @@ class Options:
         # this long after the L2 flush, so the SM clock is back up after the hand-over's idle
         # time when the call starts (child.Harness.go; docs/JUDGE.md, "The warm-up").
         self.warm_us = float(raw.get("warm_us", 2000.0))
+        # GPU: what a call's tail is (timing.window_ns; docs/JUDGE.md, "The window's tail").
+        # "events": the GPU's time from an event at the call's stream end to one recorded after
+        # the device sync, the host's round trip between them included. "sync": the host's time
+        # the device sync itself blocked once the stream's end was seen, which is what work
+        # left on another stream adds, without the Python around it. On an H200 the stream
+        # windows alone were within 0.8% of Nsight Compute in every case read, and the events'
+        # tail carried stretches of a slower host into figures 3-14% high (docs/GPU.md,
+        # session 19). "sync" waits for an H200 run of the fidelity table and the GPU tricks.
+        self.tail = raw.get("tail", "events")
+        if self.tail not in ("events", "sync"):
+            raise ValueError("KZOO_OPTIONS: tail is \"events\" or \"sync\", not %r" % (self.tail,))
         # Log every timed call's figures (stream, tail, the judge's clock): a diagnostic.
         self.trace = bool(raw.get("trace", False))
         # Profile the judge's own Python (cProfile) and log its busiest functions at the end:
@@ -205,7 +216,8 @@ class Judge:
                          for s, sp in zip(self.task.output_shapes(dims), self.task.outputs)
                          if sp.name not in self.task.in_place]
             samples, tails = [], []
-            trivial = {"out_specs": out_specs, "flush": True, "pad_us": self.opt.pad_us, "warm_us": self.opt.warm_us}
+            trivial = {"out_specs": out_specs, "flush": True, "pad_us": self.opt.pad_us, "warm_us": self.opt.warm_us,
+                       "tail": self.opt.tail}
             out_slot = self._arena_bytes(dims, 1)[1]
             for _ in range(3):
                 for n in (2, 8):
@@ -485,7 +497,7 @@ class Judge:
         current call ran. The output slot of each call in `keep` (None: all) is copied into the
         judge's shadow the moment the call is over. Returns (sets, stream ns, tail ns, outputs,
         the judge's clock), per call."""
-        opts = opts or {"poison": 0, "flush": True, "pad_us": self.opt.pad_us, "warm_us": self.opt.warm_us,
+        opts = opts or {"poison": 0, "flush": True, "pad_us": self.opt.pad_us, "warm_us": self.opt.warm_us, "tail": self.opt.tail,
                         "trace": self.opt.trace}
         sets, stream, tails, outs, wall = [], [], [], [], 0
         spin = self.spin_s
@@ -559,7 +571,7 @@ class Judge:
         ((events, calls), None, outputs, clock)."""
         if opts is None:
             opts = {"poison": 2 * self._set_bytes(dims) + 4096 if mode in ("call", "profile") else 0,
-                    "flush": mode == "timed"}
+                    "flush": mode == "timed", "tail": self.opt.tail}
         chosen.request(("prepare", sets), 120)
         if self.device == "cuda":
             torch.cuda.synchronize()

@@ -470,6 +470,15 @@ class HardenedJudgeOnTheGpu(unittest.TestCase):
             self.assertTrue(json.loads(out)["arch"].startswith("sm_"))
 
 
+class TailOption(unittest.TestCase):
+    def test_the_tail_is_the_events_unless_the_device_syncs_own_time_is_asked_for(self):
+        from kzoo_judge.judge import Options
+        self.assertEqual(Options({}, "cuda").tail, "events")
+        self.assertEqual(Options({"tail": "sync"}, "cuda").tail, "sync")
+        with self.assertRaisesRegex(ValueError, "tail is \"events\" or \"sync\", not 'host'"):
+            Options({"tail": "host"}, "cuda")
+
+
 class Bound(unittest.TestCase):
     def test_the_cases_own_bound_wins_the_boards_fills_in_and_zero_is_none(self):
         from kzoo_judge.judge import Case, Options, elementwise_bound
@@ -593,7 +602,7 @@ class FloorCalibrationOnceAChild(unittest.TestCase):
             calibrated.append((id(child), key))
             for us in timing.FLOOR_LEVELS_US:
                 floors.add([us * 1000] * 3, [us * 10] * 3)
-        return SimpleNamespace(task=task, device="cuda", opt=SimpleNamespace(pad_us=1000.0, warm_us=2000.0),
+        return SimpleNamespace(task=task, device="cuda", opt=SimpleNamespace(pad_us=1000.0, warm_us=2000.0, tail="events"),
                                timing_dims=lambda case: (case.dims, ""), _dims_key=Judge._dims_key,
                                _arena_bytes=lambda dims, n: (0, 0), _arenas=lambda child, dims, n: None,
                                _paced=lambda: True, _one_by_one=one_by_one, _check_tails=Judge._check_tails,
@@ -629,6 +638,27 @@ class FloorCalibrationOnceAChild(unittest.TestCase):
         Judge._calibrate_cases(judge, other, cases, overheads)
         self.assertEqual([c for c, _ in calibrated], [id(child), id(other)], "a second child is calibrated anew")
         self.assertEqual(sorted(other.tail_floors), sorted(keys))
+
+    def test_the_floors_are_measured_with_the_tail_the_timed_calls_use(self):
+        from types import SimpleNamespace
+        from kzoo_judge.judge import Judge
+        seen, calibrated = [], []
+        judge = self._judge(calibrated)
+        judge.opt.tail = "sync"
+        trivial_calls, levels = judge._one_by_one, judge._calibrate_floors
+
+        def one_by_one(child, n, make_set, out_slot, go, opts):
+            seen.append(("trivial", opts.get("tail")))
+            return trivial_calls(child, n, make_set, out_slot, go, opts)
+
+        def calibrate_floors(child, dims, key, trivial, out_slot, floors):
+            seen.append(("levels", trivial.get("tail")))
+            return levels(child, dims, key, trivial, out_slot, floors)
+        judge._one_by_one, judge._calibrate_floors = one_by_one, calibrate_floors
+        child = SimpleNamespace(sleep_rate=1.0, tail_floors={}, level_floors=None)
+        Judge._calibrate_cases(judge, child, [SimpleNamespace(dims={"R": 8, "C": 16})], {})
+        self.assertIn(("levels", "sync"), seen)
+        self.assertEqual({tail for _, tail in seen}, {"sync"}, seen)
 
     def test_a_device_without_a_sleep_rate_gets_the_trivial_level_only(self):
         from types import SimpleNamespace
