@@ -12,7 +12,8 @@
 # then on the device, with .device carried: bash scripts/gpu/fidelity.sh
 #   ONLY="softmax layernorm" limits it to those tasks; KINDS="eager solution" picks the kinds;
 #   NCU_CALLS (default 5); JUDGE_OPTIONS (a JSON object for `kzoo grade --judge-options`, e.g.
-#   '{"trace": true}': every timed batch's figures in the grade logs, with its Unix time); CLOCKS=1
+#   '{"trace": true}': every timed batch's figures in the grade logs, with its Unix time, and
+#   $OUT/fidelity_trace.txt: scripts/gpu/trace_read.py over them); CLOCKS=1
 #   (nvidia-smi's SM and memory clocks, power, throttle reasons and HBM temperature every 5 ms beside each grade,
 #   clocks_NAME.csv, to read the traced batches against); GRADE_ARGS (more `kzoo grade` arguments, e.g.
 #   "--warm-judge off"); JUDGE_DIR (another kzoo_judge tree to read against ncu); GRADE_TIMEOUT (default 150 s a package); BUDGET_S (default 520): no
@@ -141,5 +142,10 @@ open(os.path.join(out, "fidelity_table.txt"), "w").write(text + "\n")
 print(text)
 PYEOF
 [ -z "$skipped" ] || echo "fidelity.sh: not run (past BUDGET_S):$skipped" | tee -a "$OUT/fidelity_table.txt"
+# Traced grades read call by call: whether a case is off in its kernels' windows or in the charge.
+trace_re='"trace"[[:space:]]*:[[:space:]]*true'
+if [[ "${JUDGE_OPTIONS:-}" =~ $trace_re ]]; then
+  "$PY" scripts/gpu/trace_read.py "$LOGS" > "$OUT/fidelity_trace.txt" 2>&1 && cat "$OUT/fidelity_trace.txt"
+fi
 echo "fidelity.sh: $(cat .device/COMMIT 2>/dev/null | tr '\n' ' ')in $(( $(date +%s) - t_all )) s"
 tar -czf "$OUT/fidelity_logs.tgz" -C "$LOGS" . 2>/dev/null

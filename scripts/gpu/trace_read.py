@@ -32,7 +32,9 @@ def read_grade(path):
     ns, the child's figures us, flagged)]}); a batch belongs to the case whose "case k/3" line
     follows it."""
     floors, cases, pending, batches = [], {}, None, []
-    for line in open(path, errors="replace"):
+    with open(path, errors="replace") as f:
+        lines = f.readlines()
+    for line in lines:
         if "window tail floors" in line:
             body = line.split("least tail, us):", 1)[1]
             floors.append([(float(p.split(":")[0].split()[0]) * 1e3, float(p.split(":")[1]) * 1e3)
@@ -52,7 +54,27 @@ def read_grade(path):
 
 
 def read_ncu(path):
-    return {int(line.split()[0]): float(line.split()[1]) for line in open(path) if line.strip()}
+    with open(path) as f:
+        return {int(line.split()[0]): float(line.split()[1]) for line in f if line.strip()}
+
+
+def case_figures(grade_err, ncu):
+    """[{case, judge, stream, rule (each % off ncu), flagged, batches}] of one traced grade's
+    stderr against its ncu sums ({shape index: us})."""
+    floors, cases = read_grade(grade_err)
+    out = []
+    for c, batches in sorted(cases.items()):
+        if c not in ncu or not batches:
+            continue
+        tf = timing.TailFloors()
+        tf.levels = sorted(floors[min(c, len(floors) - 1)]) if floors else []
+        rule = [x for s, t, _, _ in batches for x in timing.window_ns(s, t, tf if tf.levels else None)]
+        stream = [x for s, _, _, _ in batches for x in s]
+        reported = [x * 1e3 for _, _, child, _ in batches for x in child]
+        off = lambda v: (statistics.median(v) / 1e3 / ncu[c] - 1) * 100  # noqa: E731
+        out.append({"case": c, "judge": off(reported), "stream": off(stream), "rule": off(rule),
+                    "flagged": sum(f for *_, f in batches), "batches": len(batches)})
+    return out
 
 
 def main(folder):
@@ -62,21 +84,10 @@ def main(folder):
         owners = [k for k in ncus if name.startswith(k)]
         if not owners:
             continue
-        ncu = ncus[max(owners, key=len)]
-        floors, cases = read_grade(path)
-        row = ["%-44s" % name]
-        for c, batches in sorted(cases.items()):
-            if c not in ncu or not batches:
-                continue
-            tf = timing.TailFloors()
-            tf.levels = sorted(floors[min(c, len(floors) - 1)]) if floors else []
-            rule = [x for s, t, _, _ in batches for x in timing.window_ns(s, t, tf if tf.levels else None)]
-            stream = [x for s, _, _, _ in batches for x in s]
-            reported = [x * 1e3 for _, _, child, _ in batches for x in child]
-            off = lambda v: (statistics.median(v) / 1e3 / ncu[c] - 1) * 100  # noqa: E731
-            row.append("case %d: judge %+.2f%%, stream %+.2f%%, rule %+.2f%%, flagged %d/%d"
-                       % (c, off(reported), off(stream), off(rule), sum(f for *_, f in batches), len(batches)))
-        print(" | ".join(row))
+        rows = case_figures(path, ncus[max(owners, key=len)])
+        print(" | ".join(["%-44s" % name] + ["case %d: judge %+.2f%%, stream %+.2f%%, rule %+.2f%%, flagged %d/%d"
+                                               % (r["case"], r["judge"], r["stream"], r["rule"], r["flagged"], r["batches"])
+                                               for r in rows]))
 
 
 if __name__ == "__main__":

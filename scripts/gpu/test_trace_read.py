@@ -1,0 +1,75 @@
+"""trace_read.py: a traced grade read call by call against ncu, on the CPU.
+
+Run from scripts/gpu: python3 -m unittest -v test_trace_read
+"""
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import trace_read  # noqa: E402
+
+# Two cases as `kzoo grade -v --judge-options '{"trace": true}'` logs them: floors per shape, then
+# each batch's stream windows and tails, its figures and whether the cross-check flagged it, then
+# the case's line. ncu says 100 us for case 0 and 200 us for case 1.
+ERR = """kzoo-judge: window tail floors by call length (least stream: least tail, us): 0 us: 20.0, 250 us: 30.0
+kzoo-judge: window tail floors by call length (least stream: least tail, us): 0 us: 25.0, 250 us: 30.0
+kzoo-judge: trace: stream ['100.0', '101.0', '100.5', '100.0'] us; tails ['30.0', '40.0', '50.0', '60.0'] us
+kzoo-judge: trace: t=1.000 batch of 4: child ['120.0', '121.0', '120.5', '120.0'] us; judge 130.0 us/call (est), wall 1.0 us/call, overhead {}; flagged False
+kzoo-judge: case 1/2 synthetic-0: ok (wall 1 s)
+kzoo-judge: trace: stream ['202.0', '202.0'] us; tails ['35.0', '35.0'] us
+kzoo-judge: trace: t=2.000 batch of 2: child ['300.0', '300.0'] us; judge 300.0 us/call (est), wall 1.0 us/call, overhead {}; flagged True
+kzoo-judge: trace: stream ['202.0', '202.0'] us; tails ['35.0', '35.0'] us
+kzoo-judge: trace: t=3.000 batch of 2: child ['202.0', '202.0'] us; judge 210.0 us/call (est), wall 1.0 us/call, overhead {}; flagged False
+kzoo-judge: case 2/2 synthetic-1: ok (wall 2 s)
+"""
+
+
+class TraceRead(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+        with open(os.path.join(self.dir, "grade_solution_softmax.err"), "w") as f:
+            f.write(ERR)
+        with open(os.path.join(self.dir, "ncu_solution_softmax.txt"), "w") as f:
+            f.write("0 100.0 1\n1 200.0 1\n")
+
+    def test_each_case_says_whether_its_kernels_or_its_charge_are_off(self):
+        rows = trace_read.case_figures(os.path.join(self.dir, "grade_solution_softmax.err"),
+                                       trace_read.read_ncu(os.path.join(self.dir, "ncu_solution_softmax.txt")))
+        self.assertEqual([r["case"] for r in rows], [0, 1])
+        c0, c1 = rows
+        # case 0: the windows are ncu's within 0.25%; the judge charged the median tail over the floor
+        self.assertAlmostEqual(c0["stream"], 0.25)
+        self.assertAlmostEqual(c0["judge"], 20.25)
+        # the rule, recomputed from the trace: median excess of tail (45 us) over the 0 us level's
+        # floor, since every call is shorter than the 250 us level (timing.TailFloors.at)
+        self.assertAlmostEqual(c0["rule"], (100.25 + 25.0) / 100 * 100 - 100)
+        self.assertEqual((c0["flagged"], c0["batches"]), (0, 1))
+        # case 1: one flagged batch, whose judge-derived figures pull the reported median up
+        self.assertAlmostEqual(c1["stream"], 1.0)
+        self.assertAlmostEqual(c1["judge"], (251.0 / 200 - 1) * 100)
+        self.assertEqual((c1["flagged"], c1["batches"]), (1, 2))
+
+    def test_a_grade_finds_its_ncu_by_the_longest_prefix_of_its_name(self):
+        shutil.copy(os.path.join(self.dir, "grade_solution_softmax.err"), os.path.join(self.dir, "grade_solution_softmax_r2.err"))
+        with open(os.path.join(self.dir, "ncu_solution_soft.txt"), "w") as f:
+            f.write("0 1.0 1\n1 1.0 1\n")
+        out = os.path.join(self.dir, "out.txt")
+        with open(out, "w") as f:
+            old, sys.stdout = sys.stdout, f
+            try:
+                trace_read.main(self.dir)
+            finally:
+                sys.stdout = old
+        with open(out) as f:
+            lines = f.read().splitlines()
+        self.assertEqual([l.split()[0] for l in lines], ["solution_softmax", "solution_softmax_r2"])
+        self.assertTrue(all("case 0: judge +20.25%" in l for l in lines), lines)
+
+
+if __name__ == "__main__":
+    unittest.main()
