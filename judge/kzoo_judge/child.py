@@ -327,7 +327,9 @@ class Harness:
                                                                                   places), file=sys.stderr, flush=True)
         if cuda:
             times = [int(s.elapsed_time(m) * 1e6) for s, m in zip(starts, mids)]
-            tails = [int(b) for b in blocked] if synced else [int(m.elapsed_time(e) * 1e6) for m, e in zip(mids, ends)]
+            # A _drain patched to return nothing gives a malformed tail: the judge's clock decides.
+            tails = ([b if isinstance(b, int) else -1 for b in blocked] if synced
+                     else [int(m.elapsed_time(e) * 1e6) for m, e in zip(mids, ends)])
         else:
             tails = [0] * len(times)
         if per_call:
