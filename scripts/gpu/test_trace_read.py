@@ -17,6 +17,8 @@ import trace_read  # noqa: E402
 # the case's line. ncu says 100 us for case 0 and 200 us for case 1.
 ERR = """kzoo-judge: window tail floors by call length (least stream: least tail, us): 0 us: 20.0, 250 us: 30.0
 kzoo-judge: window tail floors by call length (least stream: least tail, us): 0 us: 25.0, 250 us: 30.0
+kzoo-child: trace: host enqueue ['200.0', '210.0'] us (pad 1000 us); places [[], []]; sync ['4.0', '5.0'] us
+kzoo-child: trace: host enqueue ['200.0', '210.0'] us (pad 1000 us); places [[], []]; sync ['6.0', '7.0'] us
 kzoo-judge: trace: stream ['100.0', '101.0', '100.5', '100.0'] us; tails ['30.0', '40.0', '50.0', '60.0'] us
 kzoo-judge: trace: t=1.000 batch of 4: child ['120.0', '121.0', '120.5', '120.0'] us; judge 130.0 us/call (est), wall 1.0 us/call, overhead {}; flagged False
 kzoo-judge: case 1/2 synthetic-0: ok (wall 1 s)
@@ -49,6 +51,10 @@ class TraceRead(unittest.TestCase):
         # floor, since every call is shorter than the 250 us level (timing.TailFloors.at)
         self.assertAlmostEqual(c0["rule"], (100.25 + 25.0) / 100 * 100 - 100)
         self.assertEqual((c0["flagged"], c0["batches"]), (0, 1))
+        # the same calls' tails by the GPU's events and by the device sync's own blocked time
+        self.assertAlmostEqual(c0["tail_us"], 45.0)
+        self.assertAlmostEqual(c0["sync_us"], 5.5)
+        self.assertIsNone(c1["sync_us"], "a child that logged no sync times")
         # case 1: one flagged batch, whose judge-derived figures pull the reported median up
         self.assertAlmostEqual(c1["stream"], 1.0)
         self.assertAlmostEqual(c1["judge"], (251.0 / 200 - 1) * 100)

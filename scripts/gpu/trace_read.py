@@ -9,7 +9,9 @@ g_NAME.err, fidelity.sh's and the one-off runs' names) and ncu sums (ncu_X.txt f
 summed kernel time: what the judge reported (the median of its per-call figures), the median of
 the stream windows alone (start event to the call's stream end: the kernels, no tail), the figure
 the judge's rule gives from the traced windows and the logged floors (timing.window_ns: it must
-equal the reported one unless batches were flagged), and how many batches were flagged. Why: a
+equal the reported one unless batches were flagged), how many batches were flagged, and the median
+tail beside the median time the device sync itself blocked (the child logs it with the trace since
+session 19: the `tail: "sync"` option's figure of the same calls). Why: a
 case off ncu is either its kernels (the stream windows), the tail charge, or the cross-check;
 this says which without another device call.
 """
@@ -29,9 +31,9 @@ def _floats(text, scale=1.0):
 
 def read_grade(path):
     """([floors per calibrated shape, as [(stream ns, tail ns)]], {case number: [(streams ns, tails
-    ns, the child's figures us, flagged)]}); a batch belongs to the case whose "case k/3" line
-    follows it."""
-    floors, cases, pending, batches = [], {}, None, []
+    ns, the child's figures us, flagged, the device sync's blocked ns per call where the child
+    logged it)]}); a batch belongs to the case whose "case k/3" line follows it."""
+    floors, cases, pending, batches, synced = [], {}, None, [], []
     with open(path, errors="replace") as f:
         lines = f.readlines()
     for line in lines:
@@ -39,12 +41,16 @@ def read_grade(path):
             body = line.split("least tail, us):", 1)[1]
             floors.append([(float(p.split(":")[0].split()[0]) * 1e3, float(p.split(":")[1]) * 1e3)
                            for p in body.split(",") if ":" in p])
+        m = re.search(r"kzoo-child: trace: host enqueue .*; sync \[(.*?)\] us", line)
+        if m:
+            synced += [float(x.strip(" '")) * 1e3 for x in m.group(1).split(",") if x.strip(" '-")]
         m = re.search(r"trace: stream \[(.*?)\] us; tails \[(.*?)\] us", line)
         if m:
-            pending = (_floats(m.group(1), 1e3), _floats(m.group(2), 1e3))
+            pending = (_floats(m.group(1), 1e3), _floats(m.group(2), 1e3), synced)
+            synced = []
         m = re.search(r"batch of \d+: child \[(.*?)\] us; .*flagged (\w+)", line)
         if m and pending:
-            batches.append(pending + (_floats(m.group(1)), m.group(2) == "True"))
+            batches.append(pending[:2] + (_floats(m.group(1)), m.group(2) == "True", pending[2]))
             pending = None
         m = re.search(r"case (\d+)/\d+ ", line)
         if m:
@@ -68,12 +74,16 @@ def case_figures(grade_err, ncu):
             continue
         tf = timing.TailFloors()
         tf.levels = sorted(floors[min(c, len(floors) - 1)]) if floors else []
-        rule = [x for s, t, _, _ in batches for x in timing.window_ns(s, t, tf if tf.levels else None)]
-        stream = [x for s, _, _, _ in batches for x in s]
-        reported = [x * 1e3 for _, _, child, _ in batches for x in child]
+        rule = [x for s, t, *_ in batches for x in timing.window_ns(s, t, tf if tf.levels else None)]
+        stream = [x for s, *_ in batches for x in s]
+        reported = [x * 1e3 for _, _, child, *_ in batches for x in child]
+        tails = [x for _, t, *_ in batches for x in t]
+        synced = [x for *_, sy in batches for x in sy]
         off = lambda v: (statistics.median(v) / 1e3 / ncu[c] - 1) * 100  # noqa: E731
         out.append({"case": c, "judge": off(reported), "stream": off(stream), "rule": off(rule),
-                    "flagged": sum(f for *_, f in batches), "batches": len(batches)})
+                    "flagged": sum(f for _, _, _, f, _ in batches), "batches": len(batches),
+                    "tail_us": statistics.median(tails) / 1e3,
+                    "sync_us": statistics.median(synced) / 1e3 if synced else None})
     return out
 
 
@@ -85,8 +95,10 @@ def main(folder):
         if not owners:
             continue
         rows = case_figures(path, ncus[max(owners, key=len)])
-        print(" | ".join(["%-44s" % name] + ["case %d: judge %+.2f%%, stream %+.2f%%, rule %+.2f%%, flagged %d/%d"
-                                               % (r["case"], r["judge"], r["stream"], r["rule"], r["flagged"], r["batches"])
+        print(" | ".join(["%-44s" % name] + ["case %d: judge %+.2f%%, stream %+.2f%%, rule %+.2f%%, flagged %d/%d, "
+                                               "tail %.0f us, sync %s us"
+                                               % (r["case"], r["judge"], r["stream"], r["rule"], r["flagged"], r["batches"],
+                                                  r["tail_us"], "-" if r["sync_us"] is None else "%.1f" % r["sync_us"])
                                                for r in rows]))
 
 
