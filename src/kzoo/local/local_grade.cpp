@@ -216,16 +216,16 @@ LocalGrade grade_locally(const PackageInput& pkg, const std::optional<PackageInp
   } else if (!g.decision) {
     g.status = GradeStatus::rejected;
     g.summary = "rejected: " + g.graded.reason;
-  } else if (o.baseline) {
-    // The policy's verdict may refuse what a baseline is allowed (a gate): its check decides.
-    g.status = g.decision->accepted ? GradeStatus::accepted : GradeStatus::rejected;
-    g.summary = g.decision->accepted ? "the baseline's check passes: correct, within the board's guardrails"
-                : !g.decision->reasons.empty() ? "rejected: " + g.decision->reasons.front()
-                                               : "rejected: the baseline is not correct at every case: " +
-                                                     (g.graded.reason.empty() ? g.decision->verdict.summary : g.graded.reason);
   } else {
-    g.status = g.decision->accepted ? GradeStatus::accepted : GradeStatus::rejected;
-    g.summary = g.decision->accepted ? g.decision->verdict.summary : "rejected: " + g.decision->reasons.front();
+    const auto& d = *g.decision;
+    g.status = d.accepted ? GradeStatus::accepted : GradeStatus::rejected;
+    // A baseline's check decides it, not the policy's verdict (which may refuse a gate a
+    // baseline is allowed); a failed baseline check names no reason when a case is not correct.
+    if (d.accepted)
+      g.summary = o.baseline ? "the baseline's check passes: correct, within the board's guardrails" : d.verdict.summary;
+    else
+      g.summary = "rejected: " + (!d.reasons.empty() ? d.reasons.front()
+                                  : "a case is not correct: " + (g.graded.reason.empty() ? d.verdict.summary : g.graded.reason));
   }
   return g;
 }
