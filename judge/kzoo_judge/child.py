@@ -259,7 +259,7 @@ class Harness:
         warm_us = float(opts.get("warm_us", 0)) if cuda else 0.0
         # A paced call started and ended through the doorbell (bell.py): one call per "go".
         ring = int(opts.get("bell", 0)) if self.bell is not None and len(self.sets) == 1 else 0
-        trace, enqueue, places = bool(opts.get("trace")), [], []
+        trace, enqueue, places, phases = bool(opts.get("trace")), [], [], []
         # The tail (Options.tail): the GPU events' ("events") or the device sync's own ("sync").
         synced, blocked = opts.get("tail") == "sync", []
         if cuda:
@@ -296,16 +296,24 @@ class Harness:
                         # The host's time from the pad's launch to the call's return: past the
                         # pad's length, the stream window opened on an idle device (launch in it).
                         enqueue.append((_clock() - h0) / 1e3)
+                    h2 = _clock()
                     blocked.append(self._drain(mids[i]))
                     ends[i].record()
+                    h3 = _clock()
                     if trace:
                         places.append(_places(args, r))  # after the window: host work of its own
+                    h4 = _clock()
                     if per_call:
                         r, offset, bad = self._pack(i, r, offset)
                         # The copy is done before the call's tensors can be reused by work
                         # on another stream (the allocator orders reuse per stream only), and
                         # before "done": the judge's clock covers it, so work cannot hide in it.
                         self._device_sync()
+                    if trace:
+                        # Where the host's time of a call goes, inside the judge's clock: from
+                        # the pad's launch to the call's return, the wait for the device (the
+                        # stream's end, then the sync), and the output's copy into the arena.
+                        phases.append((h2 - h0, h3 - h2, _clock() - h4))
                 else:
                     t0 = _clock()
                     r = fn(*args)
@@ -325,9 +333,10 @@ class Harness:
         if enqueue:
             # With the device sync's own blocked time beside, whatever the tail option: one traced
             # grade shows both tails of the same calls (Options.tail).
-            print("kzoo-child: trace: host enqueue %s us (pad %.0f us); places %s; sync %s us"
-                  % (["%.1f" % x for x in enqueue], pad_us, places,
-                     ["%.1f" % (b / 1e3) if isinstance(b, int) else "-" for b in blocked]), file=sys.stderr, flush=True)
+            print("kzoo-child: trace: %shost enqueue %s us (pad %.0f us); places %s; sync %s us; host to return, drain, copy %s us"
+                  % ("calibration call, " if mode == "trivial" else "", ["%.1f" % x for x in enqueue], pad_us, places,
+                     ["%.1f" % (b / 1e3) if isinstance(b, int) else "-" for b in blocked],
+                     [["%.1f" % (x / 1e3) for x in ph] for ph in phases]), file=sys.stderr, flush=True)
         if cuda:
             times = [int(s.elapsed_time(m) * 1e6) for s, m in zip(starts, mids)]
             # A _drain patched to return nothing gives a malformed tail: the judge's clock decides.

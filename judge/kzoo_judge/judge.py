@@ -217,7 +217,7 @@ class Judge:
                          if sp.name not in self.task.in_place]
             samples, tails = [], []
             trivial = {"out_specs": out_specs, "flush": True, "pad_us": self.opt.pad_us, "warm_us": self.opt.warm_us,
-                       "tail": self.opt.tail}
+                       "tail": self.opt.tail, "trace": self.opt.trace}
             out_slot = self._arena_bytes(dims, 1)[1]
             for _ in range(3):
                 for n in (2, 8):
@@ -233,6 +233,9 @@ class Judge:
                     # less the calls' device-wide windows, as the cross-check counts them (timing.checked_ns)
                     samples.append((n, wall - sum(timing.checked_ns(stream, t))))
                     tails += t
+                    if self.opt.trace:
+                        log("trace: calibration, trivial batch of %d: harness %.1f us/call (wall %.1f us/call)"
+                            % (n, samples[-1][1] / n / 1e3, wall / n / 1e3))
             # The window's floor: the least gap between a call's stream end and the device's
             # end when nothing else runs (timing.window_ns). The least, so that hidden work
             # can only ever lengthen a figure.
@@ -282,10 +285,16 @@ class Judge:
                 with self.phases("inputs"):
                     return [torch.empty_like(t) for t in template]
             try:
-                _, stream, tails, _, _ = self._one_by_one(child, timing.FLOOR_CALLS, make_set, out_slot, "trivial", opts)
+                _, stream, tails, _, wall = self._one_by_one(child, timing.FLOOR_CALLS, make_set, out_slot, "trivial", opts)
             except CaseFailure as e:
                 raise ChildFailure("protocol", "harness calibration failed: %s" % e)
             self._check_tails(tails)
+            if self.opt.trace:
+                # The harness's cost beside calls that keep the device busy and get an input set
+                # (the trivial level gets none): what the cross-check's overhead leaves out.
+                log("trace: calibration, level %d us: harness %.1f us/call (wall %.1f, stream %.1f us/call)"
+                    % (level, (wall - sum(timing.checked_ns(stream, tails))) / len(tails) / 1e3,
+                       wall / len(tails) / 1e3, sum(stream) / len(stream) / 1e3))
             floors.add(stream, tails)
 
     @staticmethod

@@ -387,6 +387,18 @@ class Cli(unittest.TestCase):
             self.assertIn("ncalls", section[1].splitlines()[1])
         self.assertRegex(err, r"judge\.py:\d+\(run\)")  # the profiled call itself is listed
 
+    def test_the_trace_option_logs_every_timed_batch_and_the_harness_the_overhead_is_fitted_on(self):
+        # scripts/gpu/trace_read.py reads these lines: a batch's clocks and flag, and the
+        # calibration's trivial batches (the cross-check's overhead) with their harness per call.
+        rc, out, err, key, verdict = h.run_cli(h.softmax_task(), h.GOOD_SOFTMAX, ["--options", '{"trace": true}'])
+        self.assertEqual(rc, 0, err[-3000:])
+        self.assertTrue(json.loads(out)["overall"]["accept"])
+        cal = re.findall(r"trace: calibration, trivial batch of (\d+): harness (-?[\d.]+) us/call \(wall ([\d.]+) us/call\)", err)
+        self.assertEqual(sorted({int(n) for n, _, _ in cal}), [2, 8], err[-3000:])
+        self.assertTrue(all(float(w) > 0 for _, _, w in cal), cal)
+        self.assertRegex(err, r"trace: t=[\d.]+ batch of \d+: child \[.*\] us; judge [\d.]+ us/call \(est\), wall [\d.]+ us/call, "
+                              r"overhead \{.*\}; flagged (True|False)")
+
     def test_calibrate_measures_e_and_d_and_writes_them(self):
         d = tempfile.mkdtemp(prefix="kzoo-cal-")
         try:

@@ -59,8 +59,8 @@ for persistent in GRIDS:
     same = bool(torch.equal(a, b))
     fails += not same
     print("persistent %d repeat bit-identical %s" % (persistent, "ok" if same else "FAIL"), flush=True)
-print("failures %d (%s: pingpong %d, stages %d/%d, BN64 %s)"
-      % (fails, variant, m.PINGPONG, m.STAGES128, m.STAGES64, getattr(m, "BN64", 128)), flush=True)
+print("failures %d (%s: pingpong %s, stages %s/%s, BN64 %s)"
+      % (fails, variant, getattr(m, "PINGPONG", "-"), getattr(m, "STAGES128", "-"), getattr(m, "STAGES64", "-"), getattr(m, "BN64", 128)), flush=True)
 
 if "timing" in sys.argv[2:]:
     def events(fn, n=10):

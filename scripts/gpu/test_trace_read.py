@@ -17,10 +17,14 @@ import trace_read  # noqa: E402
 # the case's line. ncu says 100 us for case 0 and 200 us for case 1.
 ERR = """kzoo-judge: window tail floors by call length (least stream: least tail, us): 0 us: 20.0, 250 us: 30.0
 kzoo-judge: window tail floors by call length (least stream: least tail, us): 0 us: 25.0, 250 us: 30.0
-kzoo-child: trace: host enqueue ['200.0', '210.0'] us (pad 1000 us); places [[], []]; sync ['4.0', '5.0'] us
+kzoo-judge: trace: calibration, trivial batch of 2: harness 250.0 us/call (wall 1270.0 us/call)
+kzoo-child: trace: calibration call, host enqueue ['20.0', '21.0'] us (pad 1000 us); places [[], []]; sync ['90.0', '91.0'] us; host to return, drain, copy [['30.0', '1000.0', '50.0']] us
+kzoo-judge: trace: calibration, trivial batch of 8: harness 230.0 us/call (wall 1250.0 us/call)
+kzoo-judge: trace: calibration, level 250 us: harness 400.0 us/call (wall 1700.0, stream 251.0 us/call)
+kzoo-child: trace: host enqueue ['200.0', '210.0'] us (pad 1000 us); places [[], []]; sync ['4.0', '5.0'] us; host to return, drain, copy [['200.0', '900.0', '60.0'], ['210.0', '890.0', '61.0']] us
 kzoo-child: trace: host enqueue ['200.0', '210.0'] us (pad 1000 us); places [[], []]; sync ['6.0', '7.0'] us
 kzoo-judge: trace: stream ['100.0', '101.0', '100.5', '100.0'] us; tails ['30.0', '40.0', '50.0', '60.0'] us
-kzoo-judge: trace: t=1.000 batch of 4: child ['120.0', '121.0', '120.5', '120.0'] us; judge 130.0 us/call (est), wall 1.0 us/call, overhead {}; flagged False
+kzoo-judge: trace: t=1.000 batch of 4: child ['120.0', '121.0', '120.5', '120.0'] us; judge 130.0 us/call (est), wall 1545.375 us/call, overhead {}; flagged False
 kzoo-judge: case 1/2 synthetic-0: ok (wall 1 s)
 kzoo-judge: trace: stream ['202.0', '202.0'] us; tails ['35.0', '35.0'] us
 kzoo-judge: trace: t=2.000 batch of 2: child ['300.0', '300.0'] us; judge 300.0 us/call (est), wall 1.0 us/call, overhead {}; flagged True
@@ -55,10 +59,18 @@ class TraceRead(unittest.TestCase):
         self.assertAlmostEqual(c0["tail_us"], 45.0)
         self.assertAlmostEqual(c0["sync_us"], 5.5)
         self.assertIsNone(c1["sync_us"], "a child that logged no sync times")
+        # the calibration calls' own trace lines are not the timed calls' (90 and 91 us left out above)
+        # the harness: the judge's clock per call less the mean window (100.375 + 45 us)
+        self.assertAlmostEqual(c0["harness_us"], 1400.0)
         # case 1: one flagged batch, whose judge-derived figures pull the reported median up
         self.assertAlmostEqual(c1["stream"], 1.0)
         self.assertAlmostEqual(c1["judge"], (251.0 / 200 - 1) * 100)
         self.assertEqual((c1["flagged"], c1["batches"]), (1, 2))
+
+    def test_the_calibration_harness_is_read_per_level_beside_the_timed_calls(self):
+        # the trivial level is the median of its batches (250 and 230 us); the 250 us level's own
+        self.assertEqual(trace_read.calibration_harness(os.path.join(self.dir, "grade_solution_softmax.err")),
+                         [(0, 240.0), (250, 400.0)])
 
     def test_a_grade_finds_its_ncu_by_the_longest_prefix_of_its_name(self):
         shutil.copy(os.path.join(self.dir, "grade_solution_softmax.err"), os.path.join(self.dir, "grade_solution_softmax_r2.err"))
@@ -73,8 +85,9 @@ class TraceRead(unittest.TestCase):
                 sys.stdout = old
         with open(out) as f:
             lines = f.read().splitlines()
-        self.assertEqual([l.split()[0] for l in lines], ["solution_softmax", "solution_softmax_r2"])
-        self.assertTrue(all("case 0: judge +20.25%" in l for l in lines), lines)
+        self.assertEqual([l.split()[0] for l in lines], ["solution_softmax"] * 2 + ["solution_softmax_r2"] * 2)
+        self.assertTrue(all("case 0: judge +20.25%" in l and "harness 1400 us" in l for l in lines[::2]), lines)
+        self.assertTrue(all("calibration harness us/call: trivial 240, 250 us 400" in l for l in lines[1::2]), lines)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ the stream windows alone (start event to the call's stream end: the kernels, no 
 the judge's rule gives from the traced windows and the logged floors (timing.window_ns: it must
 equal the reported one unless batches were flagged), how many batches were flagged, and the median
 tail beside the median time the device sync itself blocked (the child logs it with the trace since
-session 19: the `tail: "sync"` option's figure of the same calls). Why: a
+session 19: the `tail: "sync"` option's figure of the same calls), and the median harness of the
+timed calls (the judge's clock per call less the call's stream window and tail: what the
+cross-check's overhead must cover) beside the calibration's, the trivial batches' the overhead is
+fitted on and each level's (calls that keep the device busy and get an input set). Why: a
 case off ncu is either its kernels (the stream windows), the tail charge, or the cross-check;
 this says which without another device call.
 """
@@ -34,6 +37,7 @@ def read_grade(path):
     ns, the child's figures us, flagged, the device sync's blocked ns per call where the child
     logged it)]}); a batch belongs to the case whose "case k/3" line follows it."""
     floors, cases, pending, batches, synced = [], {}, None, [], []
+    calibration = []  # [(level us, or 0 for the trivial batches; harness ns per call)]
     with open(path, errors="replace") as f:
         lines = f.readlines()
     for line in lines:
@@ -48,15 +52,29 @@ def read_grade(path):
         if m:
             pending = (_floats(m.group(1), 1e3), _floats(m.group(2), 1e3), synced)
             synced = []
-        m = re.search(r"batch of \d+: child \[(.*?)\] us; .*flagged (\w+)", line)
+        m = re.search(r"trace: calibration, (?:trivial batch of \d+|level (\d+) us): harness ([-\d.]+) us/call", line)
+        if m:
+            calibration.append((int(m.group(1) or 0), float(m.group(2)) * 1e3))
+        m = re.search(r"batch of \d+: child \[(.*?)\] us; .*wall ([\d.]+) us/call.*flagged (\w+)", line)
         if m and pending:
-            batches.append(pending[:2] + (_floats(m.group(1)), m.group(2) == "True", pending[2]))
+            calls = [s + t for s, t in zip(*pending[:2])]
+            harness = float(m.group(2)) * 1e3 - sum(calls) / max(len(calls), 1)
+            batches.append(pending[:2] + (_floats(m.group(1)), m.group(3) == "True", pending[2], harness))
             pending = None
         m = re.search(r"case (\d+)/\d+ ", line)
         if m:
             cases[int(m.group(1)) - 1] = batches
             batches = []
-    return floors, cases
+    return floors, cases, calibration
+
+
+def calibration_harness(grade_err):
+    """[(level us, 0 for the trivial batches; the median harness us per call)] of a traced grade's
+    calibration, in level order."""
+    by = {}
+    for lv, h in read_grade(grade_err)[2]:
+        by.setdefault(lv, []).append(h)
+    return [(lv, statistics.median(v) / 1e3) for lv, v in sorted(by.items())]
 
 
 def read_ncu(path):
@@ -67,7 +85,7 @@ def read_ncu(path):
 def case_figures(grade_err, ncu):
     """[{case, judge, stream, rule (each % off ncu), flagged, batches}] of one traced grade's
     stderr against its ncu sums ({shape index: us})."""
-    floors, cases = read_grade(grade_err)
+    floors, cases, _ = read_grade(grade_err)
     out = []
     for c, batches in sorted(cases.items()):
         if c not in ncu or not batches:
@@ -78,10 +96,11 @@ def case_figures(grade_err, ncu):
         stream = [x for s, *_ in batches for x in s]
         reported = [x * 1e3 for _, _, child, *_ in batches for x in child]
         tails = [x for _, t, *_ in batches for x in t]
-        synced = [x for *_, sy in batches for x in sy]
+        synced = [x for *_, sy, _h in batches for x in sy]
         off = lambda v: (statistics.median(v) / 1e3 / ncu[c] - 1) * 100  # noqa: E731
         out.append({"case": c, "judge": off(reported), "stream": off(stream), "rule": off(rule),
-                    "flagged": sum(f for _, _, _, f, _ in batches), "batches": len(batches),
+                    "flagged": sum(f for _, _, _, f, *_ in batches), "batches": len(batches),
+                    "harness_us": statistics.median(h for *_, h in batches) / 1e3,
                     "tail_us": statistics.median(tails) / 1e3,
                     "sync_us": statistics.median(synced) / 1e3 if synced else None})
     return out
@@ -96,10 +115,17 @@ def main(folder):
             continue
         rows = case_figures(path, ncus[max(owners, key=len)])
         print(" | ".join(["%-44s" % name] + ["case %d: judge %+.2f%%, stream %+.2f%%, rule %+.2f%%, flagged %d/%d, "
-                                               "tail %.0f us, sync %s us"
+                                               "tail %.0f us, sync %s us, harness %.0f us"
                                                % (r["case"], r["judge"], r["stream"], r["rule"], r["flagged"], r["batches"],
-                                                  r["tail_us"], "-" if r["sync_us"] is None else "%.1f" % r["sync_us"])
+                                                  r["tail_us"], "-" if r["sync_us"] is None else "%.1f" % r["sync_us"],
+                                                  r["harness_us"])
                                                for r in rows]))
+        cal = calibration_harness(path)
+        if cal:
+            # Beside the timed calls' harness: what the cross-check's overhead was fitted on
+            # (the trivial batches) and what calls that keep the device busy and get inputs cost.
+            print("%-44s | calibration harness us/call: %s" % (name, ", ".join(
+                "%s %.0f" % ("trivial" if lv == 0 else "%d us" % lv, h) for lv, h in cal)))
 
 
 if __name__ == "__main__":
