@@ -77,6 +77,7 @@ class Harness:
         self.sets = []
         self.keep = None  # outputs of the last reply stay alive until the next command (CUDA IPC)
         self._device_sync = None
+        self._ctx_sync = None  # GPU: the driver's cuCtxSynchronize, the drain's timed sync (_drain)
         self._event = None
         self._flush_sink = None  # the flush's result, held so the read is not a dead value
         self.out_arena = None  # CPU: the judge's output arena (arena.py); outputs are copied there
@@ -98,6 +99,7 @@ class Harness:
             if l2_bytes:
                 self.flush_buf = torch.zeros(int(l2_bytes) * 2 // 4, dtype=torch.int32, device="cuda")
             self.sleep_rate = self._sleep_rate()
+            self._ctx_sync = _driver_sync()
             from . import pad
             self.pad, why = pad.ExclusivePad.load()
             return ("ok", {"pid": os.getpid(), "torch": str(torch.__version__), "sleep_cycles_per_us": self.sleep_rate,
@@ -200,11 +202,17 @@ class Harness:
         (not blocking) keeps the gap between that event and the device-wide end to the
         harness's own few microseconds, the same for every call: a longer gap is work the
         call left running on another stream (timing.window_ns). Returns the host's ns the
-        device sync blocked once the stream's end was seen (the "sync" tail)."""
+        device sync blocked once the stream's end was seen (the "sync" tail).
+        That sync is the driver's own call (_driver_sync), not torch.cuda.synchronize: on an
+        H200, once a call's stream end was seen, torch's sync took 5.5-12 us (p90 up to 27) in
+        a plain process and 16-49 us in the child, the driver's 1.0-2.5 us (p90 under 4): the
+        Python around it is host time the tail would charge (docs/GPU.md, session 20)."""
         while not stream_end.query():
             pass
         t0 = _clock()
-        self._device_sync()
+        if self._ctx_sync is None or self._ctx_sync() != 0:
+            # No driver entry point, or it failed: torch's sync raises what went wrong.
+            self._device_sync()
         return _clock() - t0
 
     def _poison(self, nbytes):
@@ -384,6 +392,17 @@ def _normalise(r, args):
             if overlap(sp, out_spans[k]):
                 return None, "outputs %d and %d share memory (aliasing is refused)" % (k, j)
     return items, None
+
+
+def _driver_sync():
+    """The CUDA driver's cuCtxSynchronize for the current context (torch's, set up by now),
+    as a ctypes function returning its CUresult, once it has answered 0; else None."""
+    try:
+        fn = ctypes.CDLL("libcuda.so.1").cuCtxSynchronize
+    except (OSError, AttributeError):
+        return None
+    fn.restype, fn.argtypes = ctypes.c_int, []
+    return fn if fn() == 0 else None
 
 
 def _trivial_factory(out_specs, device, sleep_cycles=0):

@@ -483,12 +483,56 @@ class HardenedJudgeOnTheGpu(unittest.TestCase):
 
 
 class TailOption(unittest.TestCase):
-    def test_the_tail_is_the_events_unless_the_device_syncs_own_time_is_asked_for(self):
+    def test_the_tail_is_the_device_syncs_own_time_unless_the_events_are_asked_for(self):
         from kzoo_judge.judge import Options
-        self.assertEqual(Options({}, "cuda").tail, "events")
-        self.assertEqual(Options({"tail": "sync"}, "cuda").tail, "sync")
+        self.assertEqual(Options({}, "cuda").tail, "sync")
+        self.assertEqual(Options({"tail": "events"}, "cuda").tail, "events")
         with self.assertRaisesRegex(ValueError, "tail is \"events\" or \"sync\", not 'host'"):
             Options({"tail": "host"}, "cuda")
+
+
+class DrainSync(unittest.TestCase):
+    """The drain's timed sync is the driver's own call, and torch's when that is missing or fails."""
+
+    class Done:
+        def query(self):
+            return True
+
+    def harness(self, driver_rc):
+        from kzoo_judge.child import Harness
+        hs = Harness(None)
+        hs.torch_syncs, hs.driver_calls = 0, 0
+
+        def torch_sync():
+            hs.torch_syncs += 1
+
+        def driver():
+            hs.driver_calls += 1
+            return driver_rc
+        hs._device_sync = torch_sync
+        hs._ctx_sync = driver if driver_rc is not None else None
+        return hs
+
+    def test_the_driver_sync_is_timed_alone_when_it_answers_success(self):
+        hs = self.harness(0)
+        self.assertIsInstance(hs._drain(self.Done()), int)
+        self.assertEqual((hs.driver_calls, hs.torch_syncs), (1, 0))
+
+    def test_a_failing_driver_sync_hands_over_to_torch_which_raises_the_error(self):
+        hs = self.harness(700)  # CUDA_ERROR_ILLEGAL_ADDRESS
+        hs._drain(self.Done())
+        self.assertEqual((hs.driver_calls, hs.torch_syncs), (1, 1))
+
+    def test_without_the_driver_entry_point_torch_syncs(self):
+        hs = self.harness(None)
+        hs._drain(self.Done())
+        self.assertEqual(hs.torch_syncs, 1)
+
+    def test_no_driver_library_means_no_driver_sync(self):
+        from kzoo_judge import child
+        if os.path.exists("/dev/nvidiactl"):
+            self.skipTest("a CUDA driver is here")
+        self.assertIsNone(child._driver_sync())
 
 
 class Bound(unittest.TestCase):
@@ -577,7 +621,7 @@ class FloorCalibrationInputs(unittest.TestCase):
             return sets, [1000] * n, [10] * n, [], 0
         stub = SimpleNamespace(task=task, device="cpu", secret=inputs.Secret(b"k" * 32),
                                phases=timing.Phases(None), _one_by_one=one_by_one,
-                               _check_tails=Judge._check_tails)
+                               _check_tails=Judge._check_tails, opt=SimpleNamespace(trace=True))
         drawn = []
         real = inputs.make_inputs
         inputs.make_inputs = lambda *a, **k: drawn.append(a) or real(*a, **k)
@@ -614,7 +658,7 @@ class FloorCalibrationOnceAChild(unittest.TestCase):
             calibrated.append((id(child), key))
             for us in timing.FLOOR_LEVELS_US:
                 floors.add([us * 1000] * 3, [us * 10] * 3)
-        return SimpleNamespace(task=task, device="cuda", opt=SimpleNamespace(pad_us=1000.0, warm_us=2000.0, tail="events"),
+        return SimpleNamespace(task=task, device="cuda", opt=SimpleNamespace(pad_us=1000.0, warm_us=2000.0, tail="events", trace=False),
                                timing_dims=lambda case: (case.dims, ""), _dims_key=Judge._dims_key,
                                _arena_bytes=lambda dims, n: (0, 0), _arenas=lambda child, dims, n: None,
                                _paced=lambda: True, _one_by_one=one_by_one, _check_tails=Judge._check_tails,
