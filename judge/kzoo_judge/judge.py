@@ -219,15 +219,22 @@ class Judge:
             trivial = {"out_specs": out_specs, "flush": True, "pad_us": self.opt.pad_us, "warm_us": self.opt.warm_us,
                        "tail": self.opt.tail, "trace": self.opt.trace}
             out_slot = self._arena_bytes(dims, 1)[1]
+            # Each trivial call gets an input set of the shape's tensors, as a timed call does.
+            # Why: the harness's own work after a call grows with its inputs (the outputs' aliasing
+            # check against every input, before the copy that the judge's clock covers); on an
+            # H200 a paged-decode call's copy took 281 us against 191 for calls without inputs,
+            # and the overhead fitted on those left 130-165 us of every honest call to the
+            # cross-check, which flagged 55 of 64 batches in one grade (docs/GPU.md, session 20).
+            make_set = self._fresh_sets(dims, key, "overhead")
             for _ in range(3):
                 for n in (2, 8):
                     # The same protocol as a timed batch: the harness's cost is what is measured.
                     self._arenas(child, dims, n)
                     try:
                         if self._paced():
-                            _, stream, t, _, wall = self._one_by_one(child, n, lambda k: [], out_slot, "trivial", trivial)
+                            _, stream, t, _, wall = self._one_by_one(child, n, make_set, out_slot, "trivial", trivial)
                         else:
-                            stream, t, _, wall = self._all_at_once(child, [[] for _ in range(n)], "trivial", dims, trivial)
+                            stream, t, _, wall = self._all_at_once(child, [make_set(k) for k in range(n)], "trivial", dims, trivial)
                     except CaseFailure as e:
                         raise ChildFailure("protocol", "harness calibration failed: %s" % e)
                     # less the calls' device-wide windows, as the cross-check counts them (timing.checked_ns)
@@ -245,7 +252,7 @@ class Judge:
             if self.device == "cuda" and child.sleep_rate > 0:
                 if child.level_floors is None:
                     child.level_floors = timing.TailFloors()
-                    self._calibrate_floors(child, dims, key, trivial, out_slot, child.level_floors)
+                    self._calibrate_floors(child, dims, key, trivial, out_slot, child.level_floors, make_set)
                 floors.levels = sorted(floors.levels + child.level_floors.levels)
                 log("window tail floors by call length (least stream: least tail, us): %r" % floors)
             child.tail_floors[key] = floors  # per child: a restarted child is calibrated again
@@ -263,7 +270,20 @@ class Judge:
         children = [self.child] + ([self.ab.child] if self.ab is not None and self.ab.child is not None else [])
         return timing.TailFloors.merged([c.tail_floors[key] for c in children if c is not None and key in c.tail_floors])
 
-    def _calibrate_floors(self, child, dims, key, trivial, out_slot, floors):
+    def _fresh_sets(self, dims, key, label):
+        """make_set(k) for judge-owned calls of a shape: one input set drawn for its shapes and
+        dtypes, and each call new tensors like it. Fresh allocations, not fresh values: a trivial
+        call never reads its inputs, and drawing a set a call (3.6 ms each for softmax's 1.07 GB,
+        scripts/gpu/inputs_probe.py) cost 0.5 s of every GPU grade."""
+        with self.phases("inputs"):
+            template = inputs.make_inputs(self.task, dims, self.secret.derive(label, key), self.device)
+
+        def make_set(k):
+            with self.phases("inputs"):
+                return [torch.empty_like(t) for t in template]
+        return make_set
+
+    def _calibrate_floors(self, child, dims, key, trivial, out_slot, floors, make_set=None):
         """The tail floors after judge-owned calls that keep the device busy as long as graded
         calls do (timing.TailFloors), each made like a timed call: a fresh input set allocated
         by the judge just before it, handed over, then the call. Once a child, at its first
@@ -272,26 +292,20 @@ class Judge:
         ~0.4 s of spinning a shape (on an H200 0.65 s with their protocol) was 1.3 s of a
         three-shape grade and ~4 s of an A/B job. Every shape is still calibrated before the
         submission is imported; its trivial level (the overhead's calls) stays its own.
-        Fresh allocations, not fresh values: the trivial call never reads its inputs, and drawing
-        48 random sets a shape (3.6 ms each for softmax's 1.07 GB, scripts/gpu/inputs_probe.py)
-        cost 0.5 s of every GPU grade. One set is drawn for its shapes and dtypes; each call gets
-        new tensors like it."""
-        with self.phases("inputs"):
-            template = inputs.make_inputs(self.task, dims, self.secret.derive("floor", key), self.device)
+        Each call's inputs come from `make_set` (the trivial level's, when given; else
+        _fresh_sets of its own)."""
+        if make_set is None:
+            make_set = self._fresh_sets(dims, key, "floor")
         for level in timing.FLOOR_LEVELS_US:
             opts = dict(trivial, sleep_cycles=int(level * child.sleep_rate))
-
-            def make_set(k):
-                with self.phases("inputs"):
-                    return [torch.empty_like(t) for t in template]
             try:
                 _, stream, tails, _, wall = self._one_by_one(child, timing.FLOOR_CALLS, make_set, out_slot, "trivial", opts)
             except CaseFailure as e:
                 raise ChildFailure("protocol", "harness calibration failed: %s" % e)
             self._check_tails(tails)
             if self.opt.trace:
-                # The harness's cost beside calls that keep the device busy and get an input set
-                # (the trivial level gets none): what the cross-check's overhead leaves out.
+                # The harness's cost beside calls that keep the device busy (the trivial level's
+                # calls do not): what the cross-check's overhead, fitted on those, leaves out.
                 log("trace: calibration, level %d us: harness %.1f us/call (wall %.1f, stream %.1f us/call)"
                     % (level, (wall - sum(timing.checked_ns(stream, tails))) / len(tails) / 1e3,
                        wall / len(tails) / 1e3, sum(stream) / len(stream) / 1e3))

@@ -622,6 +622,7 @@ class FloorCalibrationInputs(unittest.TestCase):
         stub = SimpleNamespace(task=task, device="cpu", secret=inputs.Secret(b"k" * 32),
                                phases=timing.Phases(None), _one_by_one=one_by_one,
                                _check_tails=Judge._check_tails, opt=SimpleNamespace(trace=True))
+        stub._fresh_sets = lambda dims_, key, label: Judge._fresh_sets(stub, dims_, key, label)
         drawn = []
         real = inputs.make_inputs
         inputs.make_inputs = lambda *a, **k: drawn.append(a) or real(*a, **k)
@@ -650,19 +651,26 @@ class FloorCalibrationOnceAChild(unittest.TestCase):
         from kzoo_judge.judge import Judge
         task = taskmod.Task(h.softmax_task())
         trivial_tail = iter(range(10_000, 10_000_000, 1000))  # each shape's trivial tails its own
+        made = self.made = []
+        handed = self.handed = []
 
         def one_by_one(child, n, make_set, out_slot, go, opts):
+            handed.extend(make_set(k) for k in range(n))
             return [], [0] * n, [next(trivial_tail)] * n, [], 0
 
-        def calibrate_floors(child, dims, key, trivial, out_slot, floors):
-            calibrated.append((id(child), key))
+        def fresh_sets(dims, key, label):
+            made.append((key, label))
+            return lambda k: ["set %d of %s" % (k, label)]
+
+        def calibrate_floors(child, dims, key, trivial, out_slot, floors, make_set=None):
+            calibrated.append((id(child), key, make_set))
             for us in timing.FLOOR_LEVELS_US:
                 floors.add([us * 1000] * 3, [us * 10] * 3)
         return SimpleNamespace(task=task, device="cuda", opt=SimpleNamespace(pad_us=1000.0, warm_us=2000.0, tail="events", trace=False),
                                timing_dims=lambda case: (case.dims, ""), _dims_key=Judge._dims_key,
                                _arena_bytes=lambda dims, n: (0, 0), _arenas=lambda child, dims, n: None,
                                _paced=lambda: True, _one_by_one=one_by_one, _check_tails=Judge._check_tails,
-                               _calibrate_floors=calibrate_floors)
+                               _calibrate_floors=calibrate_floors, _fresh_sets=fresh_sets)
 
     def test_the_levels_are_measured_once_a_child_and_shared_by_its_shapes(self):
         from types import SimpleNamespace
@@ -676,6 +684,11 @@ class FloorCalibrationOnceAChild(unittest.TestCase):
         Judge._calibrate_cases(judge, child, cases, overheads)
         self.assertEqual(len(calibrated), 1, "one child, one calibration of the levels")
         self.assertEqual(calibrated[0][1], Judge._dims_key(cases[0].dims))
+        # Every trivial call got an input set like a timed call's, one drawn set a shape, and
+        # the levels calls are made from the first shape's.
+        self.assertEqual(self.made, [(Judge._dims_key(c.dims), "overhead") for c in cases])
+        self.assertTrue(self.handed and all(hs and hs[0].endswith("of overhead") for hs in self.handed), self.handed)
+        self.assertEqual(calibrated[0][2](5), ["set 5 of overhead"])
         keys = [Judge._dims_key(c.dims) for c in cases]
         self.assertEqual(sorted(child.tail_floors), sorted(keys))
         trivial = set()
@@ -692,7 +705,7 @@ class FloorCalibrationOnceAChild(unittest.TestCase):
         self.assertEqual(len(calibrated), 1, "a shape calibrated already is not calibrated again")
         other = SimpleNamespace(sleep_rate=1.0, tail_floors={}, level_floors=None)
         Judge._calibrate_cases(judge, other, cases, overheads)
-        self.assertEqual([c for c, _ in calibrated], [id(child), id(other)], "a second child is calibrated anew")
+        self.assertEqual([c for c, *_ in calibrated], [id(child), id(other)], "a second child is calibrated anew")
         self.assertEqual(sorted(other.tail_floors), sorted(keys))
 
     def test_the_floors_are_measured_with_the_tail_the_timed_calls_use(self):
@@ -707,9 +720,9 @@ class FloorCalibrationOnceAChild(unittest.TestCase):
             seen.append(("trivial", opts.get("tail")))
             return trivial_calls(child, n, make_set, out_slot, go, opts)
 
-        def calibrate_floors(child, dims, key, trivial, out_slot, floors):
+        def calibrate_floors(child, dims, key, trivial, out_slot, floors, make_set=None):
             seen.append(("levels", trivial.get("tail")))
-            return levels(child, dims, key, trivial, out_slot, floors)
+            return levels(child, dims, key, trivial, out_slot, floors, make_set)
         judge._one_by_one, judge._calibrate_floors = one_by_one, calibrate_floors
         child = SimpleNamespace(sleep_rate=1.0, tail_floors={}, level_floors=None)
         Judge._calibrate_cases(judge, child, [SimpleNamespace(dims={"R": 8, "C": 16})], {})
