@@ -310,9 +310,10 @@ class Harness:
                     h3 = _clock()
                     if trace:
                         places.append(_places(args, r))  # after the window: host work of its own
-                    h4 = _clock()
+                    h4 = h5 = _clock()
                     if per_call:
                         r, offset, bad = self._pack(i, r, offset)
+                        h5 = _clock()
                         # The copy is done before the call's tensors can be reused by work
                         # on another stream (the allocator orders reuse per stream only), and
                         # before "done": the judge's clock covers it, so work cannot hide in it.
@@ -320,8 +321,12 @@ class Harness:
                     if trace:
                         # Where the host's time of a call goes, inside the judge's clock: from
                         # the pad's launch to the call's return, the wait for the device (the
-                        # stream's end, then the sync), and the output's copy into the arena.
-                        phases.append((h2 - h0, h3 - h2, _clock() - h4))
+                        # stream's end, then the sync), the output's copy into the arena queued
+                        # (its checks included), and the sync after it. Why the last two apart:
+                        # on an H200 an honest paged-decode call's copy took 329 us against 152
+                        # for the calibration's calls with the same inputs (docs/GPU.md, session
+                        # 20); which of the two grows says whether it is host or device work.
+                        phases.append((h2 - h0, h3 - h2, h5 - h4, _clock() - h5))
                 else:
                     t0 = _clock()
                     r = fn(*args)
@@ -341,7 +346,7 @@ class Harness:
         if enqueue:
             # With the device sync's own blocked time beside, whatever the tail option: one traced
             # grade shows both tails of the same calls (Options.tail).
-            print("kzoo-child: trace: %shost enqueue %s us (pad %.0f us); places %s; sync %s us; host to return, drain, copy %s us"
+            print("kzoo-child: trace: %shost enqueue %s us (pad %.0f us); places %s; sync %s us; host to return, drain, copy, its sync %s us"
                   % ("calibration call, " if mode == "trivial" else "", ["%.1f" % x for x in enqueue], pad_us, places,
                      ["%.1f" % (b / 1e3) if isinstance(b, int) else "-" for b in blocked],
                      [["%.1f" % (x / 1e3) for x in ph] for ph in phases]), file=sys.stderr, flush=True)

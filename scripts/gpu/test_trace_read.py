@@ -72,6 +72,11 @@ class TraceRead(unittest.TestCase):
         self.assertEqual(trace_read.calibration_harness(os.path.join(self.dir, "grade_solution_softmax.err")),
                          [(0, 240.0), (250, 400.0)])
 
+    def test_the_host_phases_are_the_medians_of_timed_and_calibration_calls_apart(self):
+        ph = trace_read.host_phases(os.path.join(self.dir, "grade_solution_softmax.err"))
+        self.assertEqual(ph["calibration"], [30.0, 1000.0, 50.0])
+        self.assertEqual(ph["timed"], [205.0, 895.0, 60.5])
+
     def test_a_grade_finds_its_ncu_by_the_longest_prefix_of_its_name(self):
         shutil.copy(os.path.join(self.dir, "grade_solution_softmax.err"), os.path.join(self.dir, "grade_solution_softmax_r2.err"))
         with open(os.path.join(self.dir, "ncu_solution_soft.txt"), "w") as f:
@@ -85,9 +90,11 @@ class TraceRead(unittest.TestCase):
                 sys.stdout = old
         with open(out) as f:
             lines = f.read().splitlines()
-        self.assertEqual([l.split()[0] for l in lines], ["solution_softmax"] * 2 + ["solution_softmax_r2"] * 2)
-        self.assertTrue(all("case 0: judge +20.25%" in l and "harness 1400 us" in l for l in lines[::2]), lines)
-        self.assertTrue(all("calibration harness us/call: trivial 240, 250 us 400" in l for l in lines[1::2]), lines)
+        self.assertEqual([l.split()[0] for l in lines], ["solution_softmax"] * 3 + ["solution_softmax_r2"] * 3)
+        self.assertTrue(all("case 0: judge +20.25%" in l and "harness 1400 us" in l for l in lines[::3]), lines)
+        self.assertTrue(all("host phases us/call, timed | calibration: to return 205 | 30, drain 895 | 1000, copy 60 | 50" in l
+                            for l in lines[1::3]), lines)
+        self.assertTrue(all("calibration harness us/call: trivial 240, 250 us 400" in l for l in lines[2::3]), lines)
 
 
 if __name__ == "__main__":

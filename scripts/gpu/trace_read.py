@@ -14,7 +14,9 @@ tail beside the median time the device sync itself blocked (the child logs it wi
 session 19: the `tail: "sync"` option's figure of the same calls), and the median harness of the
 timed calls (the judge's clock per call less the call's stream window and tail: what the
 cross-check's overhead must cover) beside the calibration's, the trivial batches' the overhead is
-fitted on and each level's (calls that keep the device busy and get an input set). Why: a
+fitted on and each level's (calls that keep the device busy), and the child's split of each
+call's host time (to the call's return, the drain, the copy, the copy's sync) timed against
+calibration. Why: a
 case off ncu is either its kernels (the stream windows), the tail charge, or the cross-check;
 this says which without another device call.
 """
@@ -77,6 +79,29 @@ def calibration_harness(grade_err):
     return [(lv, statistics.median(v) / 1e3) for lv, v in sorted(by.items())]
 
 
+PHASES = ("to return", "drain", "copy", "its sync")
+
+
+def host_phases(grade_err):
+    """{"timed" | "calibration": [median us of each logged phase of a call's host time, in
+    PHASES order]} of a traced grade: the child's own split of the judge's clock per call (three
+    phases before session 20's fourth, the copy's sync apart)."""
+    calls = {"timed": [], "calibration": []}
+    with open(grade_err, errors="replace") as f:
+        for line in f:
+            if "kzoo-child: trace:" not in line or "host to return" not in line:
+                continue
+            kind = "calibration" if "trace: calibration call," in line else "timed"
+            body = line.split("host to return", 1)[1]
+            calls[kind] += [[float(x) for x in re.findall(r"'([-\d.]+)'", c)] for c in re.findall(r"\[('[^\[\]]*')\]", body)]
+    out = {}
+    for kind, rows in calls.items():
+        width = min((len(r) for r in rows), default=0)
+        if width:
+            out[kind] = [statistics.median(r[k] for r in rows) for k in range(width)]
+    return out
+
+
 def read_ncu(path):
     with open(path) as f:
         return {int(line.split()[0]): float(line.split()[1]) for line in f if line.strip()}
@@ -120,6 +145,14 @@ def main(folder):
                                                   r["tail_us"], "-" if r["sync_us"] is None else "%.1f" % r["sync_us"],
                                                   r["harness_us"])
                                                for r in rows]))
+        ph = host_phases(path)
+        if ph:
+            # Where the judge's clock goes per call, timed against calibration: an honest call's
+            # harness over the overhead's shows here as the phase that grew.
+            print("%-44s | host phases us/call, timed | calibration: %s" % (name, ", ".join(
+                "%s %s | %s" % (PHASES[k], "%.0f" % ph["timed"][k] if "timed" in ph and k < len(ph["timed"]) else "-",
+                                "%.0f" % ph["calibration"][k] if "calibration" in ph and k < len(ph["calibration"]) else "-")
+                for k in range(max(len(v) for v in ph.values())))))
         cal = calibration_harness(path)
         if cal:
             # Beside the timed calls' harness: what the cross-check's overhead was fitted on
