@@ -219,12 +219,11 @@ class Judge:
             trivial = {"out_specs": out_specs, "flush": True, "pad_us": self.opt.pad_us, "warm_us": self.opt.warm_us,
                        "tail": self.opt.tail, "trace": self.opt.trace}
             out_slot = self._arena_bytes(dims, 1)[1]
-            # Each trivial call gets an input set of the shape's tensors, as a timed call does.
-            # Why: the harness's own work after a call grows with its inputs (the outputs' aliasing
-            # check against every input, before the copy that the judge's clock covers); on an
-            # H200 a paged-decode call's copy took 281 us against 191 for calls without inputs,
-            # and the overhead fitted on those left 130-165 us of every honest call to the
-            # cross-check, which flagged 55 of 64 batches in one grade (docs/GPU.md, session 20).
+            # Each trivial call gets an input set of the shape's tensors, as a timed call does: the
+            # protocol measured is the timed calls' own (the inputs handed over, the outputs checked
+            # against them before the copy the judge's clock covers). It is not the whole of what
+            # the overhead misses: on an H200 the copy after an honest paged-decode call still took
+            # 329 us against 152 after these calls (docs/GPU.md, session 20).
             make_set = self._fresh_sets(dims, key, "overhead")
             for _ in range(3):
                 for n in (2, 8):
