@@ -528,6 +528,39 @@ class DrainSync(unittest.TestCase):
         hs._drain(self.Done())
         self.assertEqual(hs.torch_syncs, 1)
 
+    def test_the_gpu_loop_reports_the_tail_it_was_asked_for_traced_or_not(self):
+        # The CUDA branch of Harness.go driven on the CPU with stand-in events (elapsed 0.5 ms
+        # each): "sync" reports the drain's own blocked time and records no device-end event,
+        # "events" the end event's elapsed time.
+        made = []
+
+        class Event:
+            def __init__(self, **kw):
+                made.append(self)
+
+            def record(self):
+                pass
+
+            def query(self):
+                return True
+
+            def elapsed_time(self, other):
+                return 0.5
+        for tail in ("sync", "events"):
+            for trace in (False, True):
+                made.clear()
+                hs = self.harness(0)
+                hs.device, hs._event, hs.fn, hs.sets = "cuda", Event, (lambda x: None), [[1], [2]]
+                kind, stream, _, tails = hs.go("submission", {"tail": tail, "trace": trace})
+                self.assertEqual((kind, stream), ("done", [500000, 500000]), (tail, trace))
+                if tail == "sync":
+                    self.assertTrue(all(isinstance(t, int) and 0 <= t < 500000 for t in tails), tails)
+                    self.assertEqual(len(made), 4, "start and stream end a call, no device end")
+                else:
+                    self.assertEqual(tails, [500000, 500000])
+                    self.assertEqual(len(made), 6)
+                self.assertEqual(hs.driver_calls, 2)
+
     def test_no_driver_library_means_no_driver_sync(self):
         from kzoo_judge import child
         if os.path.exists("/dev/nvidiactl"):
