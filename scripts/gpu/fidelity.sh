@@ -18,6 +18,7 @@
 #   clocks_NAME.csv, to read the traced batches against); GRADE_ARGS (more `kzoo grade` arguments, e.g.
 #   "--warm-judge off"); JUDGE_DIR (another kzoo_judge tree to read against ncu); GRADE_TIMEOUT (default 150 s a package); BUDGET_S (default 520): no
 #   package is started once that much of the call has passed, so the table is always printed.
+# It also writes the catalog table's eager, solutions and ncu parts ($OUT/*.jsonl; catalog_table.py fidelity-parts).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/kzoo-fidelity-out}; mkdir -p "$OUT"
@@ -142,6 +143,13 @@ open(os.path.join(out, "fidelity_table.txt"), "w").write(text + "\n")
 print(text)
 PYEOF
 [ -z "$skipped" ] || echo "fidelity.sh: not run (past BUDGET_S):$skipped" | tee -a "$OUT/fidelity_table.txt"
+# The same grades and ncu figures as the catalog table's parts (eager.jsonl, solutions.jsonl, ncu.jsonl): with
+# catalog_bench.sh's compile part of the same bundle, `catalog_table.py table` makes docs/CATALOG.md's table.
+commit=$(head -c 40 .device/COMMIT 2>/dev/null || echo unknown)
+grep -q dirty .device/COMMIT 2>/dev/null && commit="$commit (dirty)"
+"$PY" scripts/gpu/catalog_table.py fidelity-parts "$LOGS" "$OUT" --commit "$commit" \
+  --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" \
+  --torch "$("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
 # Traced grades read call by call: whether a case is off in its kernels' windows or in the charge.
 trace_re='"trace"[[:space:]]*:[[:space:]]*true'
 if [[ "${JUDGE_OPTIONS:-}" =~ $trace_re ]]; then

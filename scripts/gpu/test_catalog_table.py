@@ -129,6 +129,57 @@ class Records(unittest.TestCase):
                 self.assertEqual((r["admissible"], r["proposed"]), (admissible, proposed))
 
 
+class FidelityParts(unittest.TestCase):
+    """A fidelity.sh run (every graded shape at the judge's defaults, ncu on the same calls) is the table's
+    eager, solutions and ncu parts."""
+
+    def test_its_grades_and_ncu_become_the_parts_and_the_repeats_do_not(self):
+        case = lambda i, us: {"test_case_id": "synthetic-%d" % i, "status": "ok", "correct": True,
+                              "message": "median %.1f us over 100 timed calls" % us}
+        with tempfile.TemporaryDirectory() as logs:
+            dump(os.path.join(logs, "grade_solution_softmax.json"), {"cases": [case(0, 515.0), case(1, 513.0)]})
+            dump(os.path.join(logs, "grade_solution_softmax_r2.json"), {"cases": [case(0, 900.0)]})
+            dump(os.path.join(logs, "grade_eager_softmax.json"), {"cases": [case(0, 1995.0)]})
+            with open(os.path.join(logs, "ncu_solution_softmax.txt"), "w") as f:
+                f.write("0 512.300 1\n1 511.900 1\n")
+            with open(os.path.join(logs, "grade_solution_topk-logits.json"), "w") as f:
+                f.write("")  # cut before it printed
+            parts = ct.fidelity_parts(logs, {"commit": "abc", "gpu": "H200", "torch": "2.11"})
+            self.assertEqual(sorted(parts), ["eager", "ncu", "solutions"])
+            for lines in parts.values():
+                self.assertEqual((lines[0]["commit"], lines[0]["source"]), ("abc", "fidelity.sh"))
+            sol = [(r["task"], r.get("shape_index"), r.get("judge_us")) for r in parts["solutions"][1:]]
+            self.assertEqual(sol, [("softmax", 0, 515.0), ("softmax", 1, 513.0), ("topk-logits", None, None)])
+            ncu = parts["ncu"][1:]
+            self.assertEqual([(r["shape_index"], r["ncu_us"]) for r in ncu if r["task"] == "softmax"], [(0, 512.3), (1, 511.9)])
+            self.assertIn("no ncu figures", [r for r in ncu if r["task"] == "topk-logits"][0]["error"])
+            # written by the CLI, the parts read back as one run
+            out = os.path.join(logs, "out")
+            os.mkdir(out)
+            self.assertEqual(ct.main(["fidelity-parts", logs, out, "--commit", "abc", "--gpu", "H200", "--torch", "2.11"]), 0)
+            run, read = ct.read_run(out)
+            self.assertEqual((run["commit"], run["parts"]), ("abc", ["eager", "ncu", "solutions"]))
+            rows = {(r["task"], r["shape"]): r for r in ct.rows_of(read, tiers={"softmax": "T2", "topk-logits": "T2"})}
+            self.assertEqual((rows["softmax", 0]["eager_us"], rows["softmax", 0]["sol_us"]), (1995.0, 512.3))
+            self.assertAlmostEqual(rows["softmax", 1]["judge_vs_ncu_pct"], 100 * (513.0 - 511.9) / 511.9)
+
+    def test_a_shape_ncu_saw_nothing_of_is_an_error_not_a_zero(self):
+        recs = ct.marker_ncu_records("softmax", "0 0.000 0\n1 511.9 1\nncu: noise\n")
+        self.assertIn("saw no kernel", recs[0]["error"])
+        self.assertNotIn("ncu_us", recs[0])
+        self.assertEqual(recs[1]["ncu_us"], 511.9)
+
+
+class TargetBasis(unittest.TestCase):
+    def test_a_row_without_torch_compile_says_its_target_is_the_roofline_alone(self):
+        parts = {"compile": [{"kind": "compile", "task": "softmax", "shape_index": 0, "roofline_us": 400.0}],
+                 "ncu": [{"kind": "ncu", "task": "softmax", "shape_index": 0, "ncu_us": 480.0}]}
+        rows = ct.rows_of(parts, tiers={"softmax": "T2"})
+        self.assertEqual((rows[0]["target_us"], rows[0]["target_basis"], rows[0]["met"]), (500.0, "roofline only", True))
+        text, _ = ct.render({"commit": "abc"}, rows)
+        self.assertIn("| 500.0 (roofline only) | yes |", text)
+
+
 class CompileFix(unittest.TestCase):
     def test_the_reference_module_is_importable_for_dynamo(self):
         # torch.compile imports the traced function's module; a reference's is kzoo_reference, which no
@@ -145,9 +196,6 @@ class CompileFix(unittest.TestCase):
         self.assertIs(getattr(mod, task.entry_point), fn)
         self.assertIs(mod.torch, fn.__globals__["torch"])
 
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 class LabTable(unittest.TestCase):
@@ -174,3 +222,7 @@ class LabTable(unittest.TestCase):
         # Inside the comparator's tolerance but past the board's elementwise bound: kzoo grade refuses it.
         self.assertIn("past the elementwise bound (1.90x)", row)
         self.assertNotIn("300.0", row)
+
+
+if __name__ == "__main__":
+    unittest.main()
