@@ -1,13 +1,13 @@
 """The catalog's GPU figures that kzoo grade does not give (scripts/gpu/catalog_bench.sh).
 
-  catalog_helper.py time TASK_DIR... [--shape I] [--warm-only] [--calls N] [--task-timeout S]
-      For each task, at graded shape I (default 0): torch.compile(mode="max-autotune") of the reference,
+  catalog_helper.py time TASK_DIR [--shape I ...] [--warm-only] [--calls N] [--task-timeout S]
+      For the task, at each graded shape I (default 0): torch.compile(mode="max-autotune") of the reference,
       the reference itself run eagerly (the fp32 maths, the catalog's baseline before issue 18), the
       vendor library where the task names one (bf16-gemm: cuBLAS through torch.matmul), and the
       roofline (canonical work / the device class's peak). Times are CUDA events around one call, L2
       flushed before each and the device kept busy ~1 ms before the start event (PAD_CYCLES), the
       median of N calls over a ring of fresh input sets. One JSON line per
-      task on stdout. --warm-only compiles (and autotunes) without timing, to fill
+      shape on stdout. --warm-only compiles (and autotunes) without timing, to fill
       TORCHINDUCTOR_CACHE_DIR ahead of a quiet timing run.
   catalog_helper.py events TASK_DIR SRC_DIR [--shape I] [--calls N]
       A package's entry point (an eager package's src/, or a solution's) timed the same way, in this
@@ -360,7 +360,8 @@ def main():
     t.add_argument("--calls", type=int, default=20)
     t.add_argument("--warm-only", action="store_true")
     t.add_argument("--task-timeout", type=int, default=240)
-    t.add_argument("--shape", type=int, default=0, help="graded shape index")
+    t.add_argument("--shape", type=int, action="append", help="graded shape index (again for more: one process "
+                   "times one task at each, its reference registered once)")
     e = sub.add_parser("events")
     e.add_argument("task_dir")
     e.add_argument("src")
@@ -381,8 +382,13 @@ def main():
     if a.cmd == "lab":
         return lab(a.task_dir, a.srcs, a.calls, a.seeds, a.baseline, a.deadline_s)
     if a.cmd == "time":
-        for d in a.task_dirs:
-            print(json.dumps(time_task(d, a.calls, a.warm_only, a.task_timeout, a.shape)), flush=True)
+        # One process per task: every reference's module is named kzoo_reference, and dynamo, once it
+        # has traced one task's, looked the next task's globals up in it ("module 'kzoo_reference'
+        # has no attribute 'EPS'", H200, 2026-12-03). Several tasks in one process are refused.
+        if len(a.task_dirs) > 1:
+            p.error("time: one TASK_DIR per process (each reference's module is kzoo_reference); got %d" % len(a.task_dirs))
+        for shape in a.shape or [0]:
+            print(json.dumps(time_task(a.task_dirs[0], a.calls, a.warm_only, a.task_timeout, shape)), flush=True)
     elif a.cmd == "events":
         print(json.dumps(events_task(a.task_dir, a.src, a.calls, a.shape)), flush=True)
     else:

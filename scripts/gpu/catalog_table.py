@@ -192,21 +192,62 @@ def read_part(path):
     return run, recs
 
 
-def read_run(folder):
-    """(the run header shared by the parts, {part: records}); refuses parts of different commits."""
+# What the measuring scripts and their notes may change between two parts of one table: nothing
+# the table measures (the kzoo binary, the judge, the catalog's packages and tasks) lives here.
+MEASURING_PATHS = ("scripts/gpu/", "docs/")
+
+
+def measured_code_differs(commits, repo=ROOT):
+    """None when every commit in `commits` holds the same measured code as the first (their diffs
+    touch only MEASURING_PATHS); else why not, or why it could not be told (an unknown commit)."""
+    import subprocess
+    first = commits[0]
+    for other in commits[1:]:
+        try:
+            out = subprocess.run(["git", "-C", repo, "diff", "--name-only", first.split()[0], other.split()[0], "--"],
+                                 capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError) as e:
+            return "git could not compare %s and %s (%s)" % (first, other, e)
+        if out.returncode != 0 or "dirty" in first + other:
+            return "git could not compare %s and %s%s" % (first, other, (": " + out.stderr.strip()[:200]) if out.stderr else "")
+        moved = [f for f in out.stdout.split() if not f.startswith(MEASURING_PATHS)]
+        if moved:
+            return "%s and %s differ in %s" % (first[:12], other[:12], ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else ""))
+    return None
+
+
+def part_files(folder, part):
+    """A part's files in a run folder: PART.jsonl, then PART.N.jsonl (a later call that finished the part:
+    catalog_bench.sh names what its deadline skipped), in that order."""
+    names = [n for n in os.listdir(folder) if re.fullmatch(r"%s(\.\d+)?\.jsonl" % re.escape(part), n)]
+    return [os.path.join(folder, n) for n in sorted(names, key=lambda n: int((n.split(".")[1:-1] or ["0"])[0]))]
+
+
+def read_run(folder, repo=ROOT):
+    """(the run header shared by the parts, {part: records}). A part may come in several files; a later
+    file's record of a task and shape replaces an earlier one's. Files of different commits are refused
+    unless the commits differ only in the measuring scripts and docs (measured_code_differs)."""
     runs, parts = {}, {}
     for p in PARTS:
-        path = os.path.join(folder, p + ".jsonl")
-        if os.path.exists(path):
-            runs[p], parts[p] = read_part(path)
+        for path in part_files(folder, p):
+            run, recs = read_part(path)
+            runs[os.path.basename(path)[:-len(".jsonl")]] = run
+            key = lambda r: (r.get("kind"), r.get("task"), r.get("shape_index"))  # noqa: E731
+            again = {key(r) for r in recs}
+            parts[p] = [r for r in parts.get(p, []) if key(r) not in again] + recs
     if not parts:
         raise TableError("%s: none of %s; copy the parts' $OUT files of one run here"
                          % (folder, ", ".join(p + ".jsonl" for p in PARTS)))
-    commits = {r.get("commit") for r in runs.values()}
-    if len(commits) > 1:
-        raise TableError("%s: the parts come from different commits (%s): one table is one run; measure the missing "
-                         "parts on the same commit" % (folder, ", ".join("%s %s" % (p, r.get("commit")) for p, r in sorted(runs.items()))))
+    commits = sorted({r.get("commit") or "?" for r in runs.values()})
     first = runs[next(iter(runs))]
+    if len(commits) > 1:
+        why = measured_code_differs(commits, repo)
+        if why:
+            raise TableError("%s: the parts come from different commits (%s): one table is one run of the same code (%s); "
+                             "measure the missing parts on the same commit"
+                             % (folder, ", ".join("%s %s" % (p, r.get("commit")) for p, r in sorted(runs.items())), why))
+        first = dict(first, commit="; ".join("%s (%s)" % (c[:12], ", ".join(sorted(p for p, r in runs.items() if r.get("commit") == c)))
+                                             for c in commits) + ", the same measured code")
     return dict(first, parts=sorted(parts)), parts
 
 

@@ -87,6 +87,43 @@ class Table(unittest.TestCase):
             with self.assertRaisesRegex(ct.TableError, "different commits .*eager abc.*ncu def"):
                 ct.read_run(d)
 
+    def test_a_later_file_of_a_part_replaces_the_shapes_it_measured_again(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_part(d, "compile", "abc", [
+                {"kind": "compile", "task": "softmax", "shape_index": 0, "roofline_us": 400.0, "compile_us": 9000.0},
+                {"kind": "compile", "task": "softmax", "shape_index": 1, "roofline_us": 400.0, "compile_us": 700.0}])
+            write_part(d, "compile.2", "abc", [
+                {"kind": "compile", "task": "softmax", "shape_index": 0, "roofline_us": 400.0, "compile_us": 740.0}])
+            run, parts = ct.read_run(d)
+            got = sorted((r["shape_index"], r["compile_us"]) for r in parts["compile"])
+            self.assertEqual(got, [(0, 740.0), (1, 700.0)])
+            self.assertEqual(run["parts"], ["compile"])
+
+    def test_commits_that_differ_only_in_the_measuring_scripts_make_one_table(self):
+        import subprocess
+        with tempfile.TemporaryDirectory() as repo, tempfile.TemporaryDirectory() as d:
+            def commit(path, text):
+                os.makedirs(os.path.dirname(os.path.join(repo, path)), exist_ok=True)
+                with open(os.path.join(repo, path), "w") as f:
+                    f.write(text)
+                subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
+                subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", path],
+                               check=True)
+                return subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                      check=True).stdout.strip()
+            subprocess.run(["git", "init", "-q", repo], check=True)
+            a = commit("catalog/solutions/k.py", "v1")
+            b = commit("scripts/gpu/catalog_bench.sh", "fixed")
+            c = commit("catalog/solutions/k.py", "v2")
+            write_part(d, "eager", a, [])
+            write_part(d, "compile", b, [])
+            run, _ = ct.read_run(d, repo=repo)
+            self.assertIn("the same measured code", run["commit"])
+            self.assertIn("%s (eager)" % a[:12], run["commit"])
+            write_part(d, "ncu", c, [])
+            with self.assertRaisesRegex(ct.TableError, "differ in catalog/solutions/k.py"):
+                ct.read_run(d, repo=repo)
+
     def test_a_part_without_its_run_line_is_refused(self):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "eager.jsonl"), "w") as f:
