@@ -11,7 +11,7 @@
       "<!-- catalog_table end -->" lines with it.
   catalog_table.py summary PART.jsonl
       A few lines on what one part measured (catalog_bench.sh prints them at its end).
-  catalog_table.py fidelity-parts LOGS OUT --commit C --gpu G --torch T
+  catalog_table.py fidelity-parts LOGS OUT [--ncu-calls N] --commit C --gpu G --torch T
       The table's parts from a scripts/gpu/fidelity.sh run (its LOGS folder: grade_KIND_TASK.json, and
       ncu_solution_TASK.txt by ncu_sum.py --by-marker): OUT/eager.jsonl, OUT/solutions.jsonl and OUT/ncu.jsonl
       for the kinds it graded. fidelity.sh grades every graded shape at the judge's defaults and runs ncu on
@@ -101,8 +101,9 @@ def ncu_record(task, shape, csv_path, calls):
     return r
 
 
-def marker_ncu_records(task, text):
-    """ncu records of `ncu_sum.py --by-marker` output: "INDEX US KERNELS" per graded shape, INDEX the shape's."""
+def marker_ncu_records(task, text, calls=1):
+    """ncu records of `ncu_sum.py --by-marker` output: "INDEX US KERNELS" per graded shape, INDEX the shape's,
+    US per call, KERNELS over all `calls` calls."""
     out = []
     for line in text.splitlines():
         f = line.split()
@@ -112,7 +113,7 @@ def marker_ncu_records(task, text):
         if int(f[2]) == 0:
             r["error"] = "ncu saw no kernel of this shape (did the run reach cudaProfilerStart?)"
         else:
-            r.update(ncu_us=float(f[1]), kernels_per_call=int(f[2]))
+            r.update(ncu_us=float(f[1]), kernels_per_call=int(f[2]) / calls)
         out.append(r)
     return out or [{"kind": "ncu", "task": task, "error": "no ncu figures (ncu did not run, or was cut)"}]
 
@@ -121,7 +122,7 @@ def marker_ncu_records(task, text):
 FIDELITY_KINDS = {"eager": "eager", "solution": "solutions"}
 
 
-def fidelity_parts(logs, run):
+def fidelity_parts(logs, run, ncu_calls=5):
     """{part: [records]} of a fidelity.sh LOGS folder; `run` is the run line's dict (commit, gpu, torch)."""
     parts = {}
     for name in sorted(os.listdir(logs)):
@@ -135,7 +136,7 @@ def fidelity_parts(logs, run):
                 text = _read(os.path.join(logs, "ncu_solution_%s.txt" % task))
             except OSError:
                 text = ""
-            parts.setdefault("ncu", []).extend(marker_ncu_records(task, text))
+            parts.setdefault("ncu", []).extend(marker_ncu_records(task, text, ncu_calls))
     return {p: [dict(run, part=p, source="fidelity.sh")] + recs for p, recs in parts.items()}
 
 
@@ -454,6 +455,7 @@ def main(argv=None):
         if name == "fidelity-parts":
             for opt in ("--commit", "--gpu", "--torch"):
                 sp.add_argument(opt, default="?")
+            sp.add_argument("--ncu-calls", type=int, default=5, help="the calls ncu profiled per shape (NCU_CALLS)")
     lb = sub.add_parser("lab")
     lb.add_argument("files", nargs="+")
     a = p.parse_args(argv)
@@ -478,7 +480,7 @@ def main(argv=None):
         elif a.cmd == "fidelity-parts":
             run = {"commit": a.commit, "gpu": a.gpu, "torch": a.torch,
                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-            for part, lines in fidelity_parts(a.logs, run).items():
+            for part, lines in fidelity_parts(a.logs, run, a.ncu_calls).items():
                 with open(os.path.join(a.out, part + ".jsonl"), "w") as f:
                     f.write(json.dumps({"run": lines[0]}) + "\n")
                     for r in lines[1:]:

@@ -103,6 +103,11 @@ def medians(path):
     for c in d.get("cases", []):
         m = re.match(r"median ([0-9.]+) us", c.get("message", ""))
         meds[c["test_case_id"]] = float(m.group(1)) if m else None
+    # kzoo grade's own decision where it made one: an eager package is decided as the worker decides a
+    # baseline (--baseline), which the judge's overall (its library gate) does not know.
+    decision = (d.get("kzoo_grade") or {}).get("decision") or {}
+    if "outcome" in decision:
+        return decision["outcome"] == "accepted", meds
     return (d.get("overall") or {}).get("accept"), meds
 
 rows, within, total, rep_ok, rep_total = [], 0, 0, 0, 0
@@ -147,7 +152,7 @@ PYEOF
 # catalog_bench.sh's compile part of the same bundle, `catalog_table.py table` makes docs/CATALOG.md's table.
 commit=$(head -c 40 .device/COMMIT 2>/dev/null || echo unknown)
 grep -q dirty .device/COMMIT 2>/dev/null && commit="$commit (dirty)"
-"$PY" scripts/gpu/catalog_table.py fidelity-parts "$LOGS" "$OUT" --commit "$commit" \
+"$PY" scripts/gpu/catalog_table.py fidelity-parts "$LOGS" "$OUT" --ncu-calls "$NCU_CALLS" --commit "$commit" \
   --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" \
   --torch "$("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
 # Traced grades read call by call: whether a case is off in its kernels' windows or in the charge.

@@ -178,7 +178,7 @@ class FidelityParts(unittest.TestCase):
             dump(os.path.join(logs, "grade_solution_softmax_r2.json"), {"cases": [case(0, 900.0)]})
             dump(os.path.join(logs, "grade_eager_softmax.json"), {"cases": [case(0, 1995.0)]})
             with open(os.path.join(logs, "ncu_solution_softmax.txt"), "w") as f:
-                f.write("0 512.300 1\n1 511.900 1\n")
+                f.write("0 512.300 5\n1 511.900 5\n")
             with open(os.path.join(logs, "grade_solution_topk-logits.json"), "w") as f:
                 f.write("")  # cut before it printed
             parts = ct.fidelity_parts(logs, {"commit": "abc", "gpu": "H200", "torch": "2.11"})
@@ -189,6 +189,7 @@ class FidelityParts(unittest.TestCase):
             self.assertEqual(sol, [("softmax", 0, 515.0), ("softmax", 1, 513.0), ("topk-logits", None, None)])
             ncu = parts["ncu"][1:]
             self.assertEqual([(r["shape_index"], r["ncu_us"]) for r in ncu if r["task"] == "softmax"], [(0, 512.3), (1, 511.9)])
+            self.assertEqual({r.get("kernels_per_call") for r in ncu if r["task"] == "softmax"}, {1.0})  # 5 over 5 calls
             self.assertIn("no ncu figures", [r for r in ncu if r["task"] == "topk-logits"][0]["error"])
             # written by the CLI, the parts read back as one run
             out = os.path.join(logs, "out")
