@@ -223,6 +223,13 @@ esac
     echo "not finished within the deadline; finish with: PART=$PART SHAPES=\"$SHAPES\" TASKS=\"$(sort -u "$WORK/skipped" | grep . | tr '\n' ' ' | sed 's/ $//')\" bash scripts/gpu/catalog_bench.sh"
   fi
   echo "total $(($(date +%s) - START)) s"; } > "$OUT/$PART.txt"
+if [ "$PART" = compile ] && [ -d "$TORCHINDUCTOR_CACHE_DIR" ]; then
+  # What inductor generated and what its autotuning chose (the Triton sources and .best_config files,
+  # a few MB): the kernels torch.compile's column times, to read against the catalog's own where
+  # inductor's is faster (layernorm, rmsnorm-residual, silu-and-mul on the H200, 2026-12-03).
+  (cd "$TORCHINDUCTOR_CACHE_DIR" && find . \( -name '*.py' -o -name '*.best_config' \) -size -2M -print0 |
+    tar --null -czf "$WORK/inductor_sources.tar.gz" -T -) 2>> "$LOG"
+fi
 tar -C "$WORK" -czf "$OUT/${PART}_logs.tar.gz" .
 cat "$OUT/$PART.txt"
 "$PY" "$T" summary "$OUT/$PART.jsonl" 2>&1

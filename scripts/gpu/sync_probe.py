@@ -12,10 +12,12 @@ drift falls on all of them alike, and prints each kind's tail quantiles:
   copy         an HBM-bound copy of ~LEN us (ATen, one kernel, no allocation)
   copy+alloc   the same into a freshly allocated output
   sleep+copy   the two above on one stream (two kernels)
+  sleep xN     N sleep kernels of LEN/N us each (--kernels N,M,...): does the sync's cost follow the
+               number of kernels launched since the last sync?
   TASK:SRC     a package's entry point at graded shape 0, on fresh input sets (e.g. a Triton solution)
 
 Usage (GPU machine, repository root):
-  python3 scripts/gpu/sync_probe.py [--len-us 500] [--rounds 60] [TASK_JSON:SRC_DIR ...]
+  python3 scripts/gpu/sync_probe.py [--len-us 500] [--rounds 60] [--kernels 2,5,20] [TASK_JSON:SRC_DIR ...]
 """
 import argparse
 import ctypes
@@ -43,6 +45,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--len-us", type=float, default=500.0)
     ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--kernels", type=lambda v: [int(n) for n in v.split(",") if n], default=[],
+                    help="also N sleep kernels a call, for each N of a comma list (e.g. 2,5,20)")
     ap.add_argument("packages", nargs="*", help="TASK_JSON:SRC_DIR")
     a = ap.parse_args()
     sync = ctypes.CDLL("libcuda.so.1").cuCtxSynchronize
@@ -65,6 +69,12 @@ def main():
         "copy+alloc": lambda: src.clone(),
         "sleep+copy": lambda: (torch.cuda._sleep(cycles // 2), dst.copy_(src)),
     }
+    for k in a.kernels:
+        def many(k=k):
+            for _ in range(k):
+                torch.cuda._sleep(max(1, cycles // k))
+            return torch.empty(1024, device="cuda")
+        kinds["sleep x%d" % k] = many
     for spec in a.packages:
         task_path, src_dir = spec.split(":", 1)
         task, _, dims, fn = load(task_path, src_dir, 0)
