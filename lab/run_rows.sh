@@ -6,7 +6,7 @@
 # and the board's elementwise bound) and timed at every graded shape beside the eager package.
 # Each task runs in its own process, so a fault in one cannot spoil the rest.
 # Run from the repository root. Everything goes to ${OUT:-/tmp/out}/rows/.
-# Wall budget 170 s: each group has a hard timeout (its --deadline-s, counted from the
+# Wall budget 290 s (silu-and-mul's 120 s slot added, session 21): each group has a hard timeout (its --deadline-s, counted from the
 # task's own start after torch's import, stops new work ~10 s before it): topk-logits 80 s,
 # layernorm 46 s, rmsnorm-residual 44 s (round 3 took 100 s for 3 + 4 + 4 sources; round 4's
 # layernorm 19 s for 3 sources, rmsnorm 10 s for 1).
@@ -45,4 +45,11 @@ timeout -k 3 44 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
   "$T/rmsnorm-residual:34:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src" \
   >"$O/rmsnorm-residual.jsonl" 2>"$O/rmsnorm-residual.err"
 echo "rmsnorm-residual rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
+
+# 4. silu-and-mul: the solution (CUDA C++) and round 1's flat (lab/silu-and-mul/NOTES.md: a 1-D grid
+#    over y's vectors, no idle half blocks). Two extensions built by nvcc in the slot (~30 s each).
+timeout -k 3 120 "$PY" scripts/gpu/catalog_helper.py lab $T/silu-and-mul \
+  $S/activation/swiglu/bf16/silu_and_mul_eager/src $L/silu-and-mul/flat \
+  --calls 20 --seeds 2 --deadline-s 108 >"$O/silu-and-mul.jsonl" 2>"$O/silu-and-mul.err"
+echo "silu-and-mul rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 cat "$O/summary.txt"

@@ -188,10 +188,23 @@ def events_task(task_dir, src, calls, shape=0):
 
 
 def _load_solution(task, src):
+    """The entry point of the package source `src`. The modules it imports from its own folder (a
+    CUDA solution's `_ext`) leave sys.modules once it is loaded: `lab` loads several sources of one
+    task into one process, and a second `import _ext` would otherwise get the first source's module
+    (the loaded entry point keeps its own through its globals)."""
     sys.path.insert(0, src)
+    before = set(sys.modules)
     spec = importlib.util.spec_from_file_location("solution_" + task.name.replace("-", "_"), os.path.join(src, task.module))
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        root = os.path.realpath(src) + os.sep
+        for name in set(sys.modules) - before:
+            f = getattr(sys.modules[name], "__file__", None) or ""
+            if os.path.realpath(f).startswith(root):
+                del sys.modules[name]
+        sys.path.remove(src)
     return getattr(mod, task.entry_point)
 
 

@@ -218,6 +218,24 @@ class TargetBasis(unittest.TestCase):
         self.assertIn("| 500.0 (roofline only) | yes |", text)
 
 
+class LabLoading(unittest.TestCase):
+    def test_each_source_imports_its_own_sibling_modules(self):
+        # Two sources of one task in one process, each with its own `_ext` (a CUDA solution's
+        # extension loader): the second must not be handed the first's from sys.modules.
+        import types
+        import catalog_helper
+        task = types.SimpleNamespace(name="t", module="entry.py", entry_point="entry")
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            for d, value in ((a, "A"), (b, "B")):
+                with open(os.path.join(d, "_ext.py"), "w") as f:
+                    f.write("VALUE = %r\n" % value)
+                with open(os.path.join(d, "entry.py"), "w") as f:
+                    f.write("import _ext\n\ndef entry():\n    return _ext.VALUE\n")
+            fa, fb = catalog_helper._load_solution(task, a), catalog_helper._load_solution(task, b)
+            self.assertEqual((fa(), fb()), ("A", "B"))
+            self.assertNotIn("_ext", sys.modules)
+
+
 class CompileFix(unittest.TestCase):
     def test_the_reference_module_is_importable_for_dynamo(self):
         # torch.compile imports the traced function's module; a reference's is kzoo_reference, which no
