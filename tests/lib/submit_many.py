@@ -37,6 +37,17 @@ def multipart(fields, filename, data):
     return b"".join(out), f"multipart/form-data; boundary={boundary}"
 
 
+def body_of(response):
+    """The answer's JSON, or None when it is not JSON or the connection died while it was read. The
+    status line has arrived by then: the server answered, so the submission is not sent again. (An
+    error here once escaped the worker thread: a body cut by the test's kill -9 of a server ended the
+    client without its answers file.)"""
+    try:
+        return json.loads(response.read() or b"null")
+    except Exception:  # noqa: BLE001 - a cut body, an IncompleteRead, a reset
+        return None
+
+
 def main():
     sep = sys.argv.index("--")
     out_path, progress_path, tarball, kernel_id, n, threads = sys.argv[1:7]
@@ -59,13 +70,11 @@ def main():
             status, answer = None, None
             try:
                 with urllib.request.urlopen(req, timeout=120) as r:
-                    status, answer = r.status, json.loads(r.read() or b"null")
+                    status = r.status
+                    answer = body_of(r)
             except urllib.error.HTTPError as e:
                 status = e.code
-                try:
-                    answer = json.loads(e.read() or b"null")
-                except ValueError:
-                    answer = None
+                answer = body_of(e)
             except Exception as e:  # no HTTP answer: refused, reset, timed out
                 attempts.append({"door": door, "error": type(e).__name__ + ": " + str(e)[:200]})
                 door = (door + 1) % len(doors)
