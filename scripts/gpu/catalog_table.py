@@ -193,9 +193,10 @@ def read_part(path):
     return run, recs
 
 
-# What the measuring scripts and their notes may change between two parts of one table: nothing
-# the table measures (the kzoo binary, the judge, the catalog's packages and tasks) lives here.
-MEASURING_PATHS = ("scripts/gpu/", "docs/")
+# What may change between two parts of one table: the measuring scripts, their notes, the lab's
+# candidates (never built or graded by kzoo) and the CPU tests. Nothing the table measures (the kzoo
+# binary, the judge, the catalog's packages and tasks) lives here.
+MEASURING_PATHS = ("scripts/gpu/", "docs/", "lab/", "tests/")
 
 
 def measured_code_differs(commits, repo=ROOT):
