@@ -6,7 +6,7 @@
 # and the board's elementwise bound) and timed at every graded shape beside the eager package.
 # Each task runs in its own process, so a fault in one cannot spoil the rest.
 # Run from the repository root. Everything goes to ${OUT:-/tmp/out}/rows/.
-# Wall budget 340 s (silu-and-mul's 120 s slot added and top-k's grown to 130 s, session 21): each group has a hard timeout (its --deadline-s, counted from the
+# Wall budget 380 s (top-k's adversarial rows 40 s, silu-and-mul's 120 s slot added and top-k's grown to 130 s, session 21): each group has a hard timeout (its --deadline-s, counted from the
 # task's own start after torch's import, stops new work ~10 s before it): topk-logits 80 s,
 # layernorm 46 s, rmsnorm-residual 44 s (round 3 took 100 s for 3 + 4 + 4 sources; round 4's
 # layernorm 19 s for 3 sources, rmsnorm 10 s for 1).
@@ -32,6 +32,10 @@ timeout -k 3 130 "$PY" scripts/gpu/catalog_helper.py lab $T/topk-logits \
   $S/sampling/topk/fp32/topk_logits_eager/src $L/topk-logits/cuda1 \
   --calls 20 --seeds 2 --deadline-s 118 >"$O/topk-logits.jsonl" 2>"$O/topk-logits.err"
 echo "topk-logits rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
+# 1b. the exact path on the GPU: adversarial rows (ties, infinities, -0.0, ...) for both sources.
+timeout -k 3 40 "$PY" $L/topk-logits/adversarial_gpu.py $S/sampling/topk/fp32/topk_logits_eager/src $L/topk-logits/cuda1 \
+  >"$O/topk-logits-adversarial.jsonl" 2>"$O/topk-logits-adversarial.err"
+echo "topk-logits adversarial rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 
 # 2. layernorm: the solution (round 5's: one pass at H = 8192, pipelined persistent at >= 16384);
 #    no round-6 candidate yet (lab/layernorm/NOTES.md).

@@ -16,6 +16,9 @@ def topk_logits(logits):
     new_run[:, 1:] = (values[:, 1:] != values[:, :-1]).long()
     key = (new_run.cumsum(dim=-1) * logits.shape[-1]) + indices
     indices = indices.gather(-1, key.argsort(dim=-1))
+    # The values from the reordered columns: equal values may differ in their bits (-0.0 and +0.0),
+    # and the task is graded bitwise (a row holding both among its winners came out wrong before).
+    values = logits.gather(-1, indices)
     # (2) Where the 50th value also stands outside the winners, torch.topk may have kept a higher column
     # than the task's: such a row (almost never, on real logits) takes the reference's stable sort. The
     # check reads the logits once more: the roofline's traffic, under a tenth of torch.topk's time.
