@@ -7,28 +7,22 @@ correctness shapes, each against torch.sort(stable=True), values as bits and ind
 
 One JSON line per source: rows checked, rows wrong, the first few wrong (width, kind, row).
 """
-import importlib.util
 import json
 import os
 import sys
+import types
 
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "gpu"))
 
+from catalog_helper import _load_solution  # noqa: E402
 from emulate_cuda1 import K, adversarial, judge_like  # noqa: E402
 
-
-def load(src):
-    sys.path.insert(0, src)
-    spec = importlib.util.spec_from_file_location("topk_" + str(abs(hash(src))), os.path.join(src, "topk_logits.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    sys.path.remove(src)
-    for name in [n for n, m in sys.modules.items() if (getattr(m, "__file__", "") or "").startswith(os.path.realpath(src))]:
-        del sys.modules[name]
-    return mod.topk_logits
+# What _load_solution reads of a task: several sources load side by side, each with its own modules.
+TASK = types.SimpleNamespace(name="topk-logits", module="topk_logits.py", entry_point="topk_logits")
 
 
 def cases():
@@ -43,7 +37,7 @@ def main():
     for src in sys.argv[1:]:
         out = {"src": src, "rows": 0, "wrong": 0, "first_wrong": []}
         try:
-            fn = load(src)
+            fn = _load_solution(TASK, src)
             for V, kind, x in cases():
                 xc = x.cuda()
                 v, i = fn(xc)

@@ -204,13 +204,16 @@ def measured_code_differs(commits, repo=ROOT):
     touch only MEASURING_PATHS); else why not, or why it could not be told (an unknown commit)."""
     import subprocess
     first = commits[0]
+    dirty = [c for c in commits if "dirty" in c]
+    if dirty:
+        return "%s: a bundle built from uncommitted code, which no commit names" % dirty[0]
     for other in commits[1:]:
         try:
             out = subprocess.run(["git", "-C", repo, "diff", "--name-only", first.split()[0], other.split()[0], "--"],
                                  capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.SubprocessError) as e:
             return "git could not compare %s and %s (%s)" % (first, other, e)
-        if out.returncode != 0 or "dirty" in first + other:
+        if out.returncode != 0:
             return "git could not compare %s and %s%s" % (first, other, (": " + out.stderr.strip()[:200]) if out.stderr else "")
         moved = [f for f in out.stdout.split() if not f.startswith(MEASURING_PATHS)]
         if moved:

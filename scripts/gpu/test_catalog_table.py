@@ -120,6 +120,9 @@ class Table(unittest.TestCase):
             run, _ = ct.read_run(d, repo=repo)
             self.assertIn("the same measured code", run["commit"])
             self.assertIn("%s (eager)" % a[:12], run["commit"])
+            write_part(d, "ncu", b + " (dirty)", [])
+            with self.assertRaisesRegex(ct.TableError, "uncommitted code"):
+                ct.read_run(d, repo=repo)
             write_part(d, "ncu", c, [])
             with self.assertRaisesRegex(ct.TableError, "differ in catalog/solutions/k.py"):
                 ct.read_run(d, repo=repo)
