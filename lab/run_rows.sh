@@ -10,6 +10,8 @@
 # task's own start after torch's import, stops new work ~10 s before it): topk-logits 80 s,
 # layernorm 46 s, rmsnorm-residual 44 s (round 3 took 100 s for 3 + 4 + 4 sources; round 4's
 # layernorm 19 s for 3 sources, rmsnorm 10 s for 1).
+# Round 8 (session 22): top-k's cuda2 and cuda3 beside cuda1 and the solution (slot 200 s: four
+# sources, three nvcc builds of ~30 s); GROUPS="topk-logits ..." runs only those groups.
 # Round 5 (lab/<task>/NOTES.md, "Round 5"): layernorm's pipe and lean, rmsnorm-residual's
 # persist, pipe and lean, each beside its solution. Round 6: topk-logits' rowfuse beside its
 # solution (two sources in the 80 s slot, as round 3 ran three).
@@ -22,39 +24,52 @@ T=catalog/tasks
 L=lab
 t0=$(date +%s)
 : >"$O/summary.txt"
+GROUPS=" ${GROUPS:-topk-logits layernorm rmsnorm-residual silu-and-mul} "
+run() { case "$GROUPS" in *" $1 "*) return 0 ;; esac; echo "$1 not run (GROUPS)" >>"$O/summary.txt"; return 1; }
 
 # 1. topk-logits: the solution (round 4's fused kernel at V > 32768, the atomic-slot one at
 #    one segment a row), then round 6's rowfuse (lab/topk-logits/NOTES.md, "Round 6": pass 2
 #    fused into pass 1's program at one segment a row). The solution first, so that a
 #    deadline stop loses the candidate, not the reference.
 #    Round 7 (session 21): cuda1, one CTA a row in CUDA C++ (its extension built in the slot, ~30 s).
-timeout -k 3 130 "$PY" scripts/gpu/catalog_helper.py lab $T/topk-logits \
-  $S/sampling/topk/fp32/topk_logits_eager/src $L/topk-logits/cuda1 \
-  --calls 20 --seeds 2 --deadline-s 118 >"$O/topk-logits.jsonl" 2>"$O/topk-logits.err"
+#    Round 8 (session 22): cuda2 (cuda1 with cheaper per-row phases) and cuda3 (cuda2 persistent,
+#    rows streamed through a ring of bulk copies); lab/topk-logits/pick.py names the winner.
+if run topk-logits; then
+timeout -k 3 200 "$PY" scripts/gpu/catalog_helper.py lab $T/topk-logits \
+  $S/sampling/topk/fp32/topk_logits_eager/src $L/topk-logits/cuda1 $L/topk-logits/cuda2 $L/topk-logits/cuda3 \
+  --calls 20 --seeds 2 --deadline-s 188 >"$O/topk-logits.jsonl" 2>"$O/topk-logits.err"
 echo "topk-logits rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
-# 1b. the exact path on the GPU: adversarial rows (ties, infinities, -0.0, ...) for both sources.
-timeout -k 3 40 "$PY" $L/topk-logits/adversarial_gpu.py $S/sampling/topk/fp32/topk_logits_eager/src $L/topk-logits/cuda1 \
-  >"$O/topk-logits-adversarial.jsonl" 2>"$O/topk-logits-adversarial.err"
+# 1b. the exact path on the GPU: adversarial rows (ties, infinities, -0.0, ...) for every source.
+timeout -k 3 60 "$PY" $L/topk-logits/adversarial_gpu.py $S/sampling/topk/fp32/topk_logits_eager/src $L/topk-logits/cuda1 \
+  $L/topk-logits/cuda2 $L/topk-logits/cuda3 >"$O/topk-logits-adversarial.jsonl" 2>"$O/topk-logits-adversarial.err"
 echo "topk-logits adversarial rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
+"$PY" $L/topk-logits/pick.py "$O" >>"$O/summary.txt" 2>&1
+fi
 
 # 2. layernorm: the solution (round 5's: one pass at H = 8192, pipelined persistent at >= 16384);
 #    no round-6 candidate yet (lab/layernorm/NOTES.md).
+if run layernorm; then
 timeout -k 3 46 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
   "$T/layernorm:36:$S/norm/layernorm/bf16/layernorm_eager/src" \
   >"$O/layernorm.jsonl" 2>"$O/layernorm.err"
 echo "layernorm rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
+fi
 
 # 3. rmsnorm-residual: the solution; no round-6 candidate yet (round 5's persist, pipe and lean
 #    lost: docs/CATALOG.md). Its own slot, not what is left.
+if run rmsnorm-residual; then
 timeout -k 3 44 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
   "$T/rmsnorm-residual:34:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src" \
   >"$O/rmsnorm-residual.jsonl" 2>"$O/rmsnorm-residual.err"
 echo "rmsnorm-residual rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
+fi
 
 # 4. silu-and-mul: the solution (CUDA C++) and round 1's flat (lab/silu-and-mul/NOTES.md: a 1-D grid
 #    over y's vectors, no idle half blocks). Two extensions built by nvcc in the slot (~30 s each).
+if run silu-and-mul; then
 timeout -k 3 120 "$PY" scripts/gpu/catalog_helper.py lab $T/silu-and-mul \
   $S/activation/swiglu/bf16/silu_and_mul_eager/src $L/silu-and-mul/flat \
   --calls 20 --seeds 2 --deadline-s 108 >"$O/silu-and-mul.jsonl" 2>"$O/silu-and-mul.err"
 echo "silu-and-mul rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
+fi
 cat "$O/summary.txt"

@@ -1,7 +1,8 @@
 """A top-k source's exactness on the GPU on the rows that take the exact path (issue 21, round 7):
 emulate_cuda1.py's adversarial rows (ties, all equal, -0.0/+0.0, infinities, late tied spikes, a
 flat sample, duplicates at the K-th place) at several widths, and judge-like rows at the task's
-correctness shapes, each against torch.sort(stable=True), values as bits and indices.
+correctness shapes, and 3000 rows of width 32768 with every 7th adversarial (more rows than a
+persistent kernel's wave), each against torch.sort(stable=True), values as bits and indices.
 
   python3 lab/topk-logits/adversarial_gpu.py SRC_DIR [SRC_DIR ...]   (GPU machine, repository root)
 
@@ -31,6 +32,13 @@ def cases():
         yield V, "adversarial", adversarial(V, g)
     for B, V in ((1, 50), (3, 1000), (2, 4097), (64, 32000), (5, 65537), (4, 128256), (8, 511), (8, 513)):
         yield V, "judge-like", judge_like(B, V, 3 * V + B)
+    # More rows than one wave of CTAs (cuda3 is persistent: a CTA takes many rows, its ring
+    # streaming the next row while this one takes the exact path): every 7th row adversarial.
+    V = 32768
+    x = torch.randn(3000, V, generator=g)
+    adv = adversarial(V, g)
+    x[::7] = adv[torch.arange(0, 3000, 7) // 7 % adv.shape[0]]
+    yield V, "many-rows", x
 
 
 def main():

@@ -1,0 +1,35 @@
+# Lab variant `cuda3` of topk-logits (lab/topk-logits/NOTES.md, "Round 8"): cuda2 (CUDA C++,
+# topk_kernel.cu, built by this package's build step into a torch extension; one read of each row,
+# candidates above a sampled threshold in a shared-memory buffer, placed by rank, the exact radix
+# select when the check fails) made persistent: a grid of one wave, each CTA streaming its rows
+# through a ring of bulk copies (TMA) into shared memory, the next row's first chunks in flight
+# while the current row's candidates are placed. No scratch memory, one launch.
+from statistics import NormalDist
+
+import torch
+
+import _ext
+
+_kernels = _ext.load()
+K = 50
+E_ROW = 160  # expected candidates a row: the buffer holds 512 (about 160 +- 40 on the task's rows)
+_Z = {}
+
+
+def _z(V):
+    z = _Z.get(V)
+    if z is None:
+        z = _Z[V] = NormalDist().inv_cdf(1.0 - min(E_ROW / V, 0.5))
+    return z
+
+
+def topk_logits(logits):
+    B, V = logits.shape
+    if V < K or B == 0 or logits.dtype != torch.float32 or not logits.is_cuda:
+        v, i = torch.sort(logits, dim=-1, descending=True, stable=True)
+        return v[:, :K].contiguous(), i[:, :K].contiguous()
+    x = logits.contiguous()
+    values = torch.empty(B, K, dtype=torch.float32, device=x.device)
+    indices = torch.empty(B, K, dtype=torch.int64, device=x.device)
+    _kernels.topk(x, values, indices, _z(V))
+    return values, indices
