@@ -34,14 +34,17 @@ run() { case "$GROUPS" in *" $1 "*) return 0 ;; esac; echo "$1 not run (GROUPS)"
 #    Round 7 (session 21): cuda1, one CTA a row in CUDA C++ (its extension built in the slot, ~30 s).
 #    Round 8 (session 22): cuda2 (cuda1 with cheaper per-row phases) and cuda3 (cuda2 persistent,
 #    rows streamed through a ring of bulk copies); lab/topk-logits/pick.py names the winner.
+#    TOPK="cuda2 cuda3" TOPK_SLOT=150 picks the candidates and the slot (s).
 if run topk-logits; then
-timeout -k 3 200 "$PY" scripts/gpu/catalog_helper.py lab $T/topk-logits \
-  $S/sampling/topk/fp32/topk_logits_eager/src $L/topk-logits/cuda1 $L/topk-logits/cuda2 $L/topk-logits/cuda3 \
-  --calls 20 --seeds 2 --deadline-s 188 >"$O/topk-logits.jsonl" 2>"$O/topk-logits.err"
+CANDS=""; for c in ${TOPK:-cuda1 cuda2 cuda3}; do CANDS="$CANDS $L/topk-logits/$c"; done
+SLOT=${TOPK_SLOT:-200}
+timeout -k 3 "$SLOT" "$PY" scripts/gpu/catalog_helper.py lab $T/topk-logits \
+  $S/sampling/topk/fp32/topk_logits_eager/src $CANDS \
+  --calls 20 --seeds 2 --deadline-s $((SLOT - 12)) >"$O/topk-logits.jsonl" 2>"$O/topk-logits.err"
 echo "topk-logits rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 # 1b. the exact path on the GPU: adversarial rows (ties, infinities, -0.0, ...) for every source.
-timeout -k 3 60 "$PY" $L/topk-logits/adversarial_gpu.py $S/sampling/topk/fp32/topk_logits_eager/src $L/topk-logits/cuda1 \
-  $L/topk-logits/cuda2 $L/topk-logits/cuda3 >"$O/topk-logits-adversarial.jsonl" 2>"$O/topk-logits-adversarial.err"
+timeout -k 3 60 "$PY" $L/topk-logits/adversarial_gpu.py $S/sampling/topk/fp32/topk_logits_eager/src $CANDS \
+  >"$O/topk-logits-adversarial.jsonl" 2>"$O/topk-logits-adversarial.err"
 echo "topk-logits adversarial rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 "$PY" $L/topk-logits/pick.py "$O" >>"$O/summary.txt" 2>&1
 fi
