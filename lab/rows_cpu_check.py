@@ -11,7 +11,8 @@ What it checks, at each shape and occupancy profile:
 - no unmasked load or store leaves its tensor (the prefetch of a row past the end, the
   clamped scalar shift);
 - (data mode) the output is bit-identical to the catalog solution's under the same model (same
-  reduction order), and within the task's tolerance of its reference: relative Frobenius
+  reduction order; a candidate declaring REDUCTION_ORDER = "own" is exempt), and within the
+  task's tolerance of its reference: relative Frobenius
   <= 1e-2 and the board's elementwise bound ratio |y - ref| / (1e-2 + 1e-2 |ref|) <= 1.
 It does not model the GPU's reduction order, the pipeliner or timing: the candidates keep the
 solution's maths, so bit identity under one order is the claim; lab/layernorm/emulate.py models
@@ -155,6 +156,10 @@ def arange(a, b):
     return torch.arange(a, b, dtype=torch.int32)
 
 
+def zeros(shape, dtype):
+    return torch.zeros(shape, dtype=_TORCH[dtype.name])
+
+
 def where(c, a, b):
     a, b = _t(a), _t(b)
     if a.dtype != b.dtype:
@@ -283,7 +288,7 @@ def jit(fn=None, **kw):
 def _install_stubs():
     tl = types.ModuleType("triton.language")
     for name in ("float32", "bfloat16", "int64", "int32", "uint16", "uint32", "load", "store", "program_id",
-                 "arange", "where", "sum", "reduce", "sqrt", "maximum", "minimum", "static_range", "range",
+                 "arange", "zeros", "where", "sum", "reduce", "sqrt", "maximum", "minimum", "static_range", "range",
                  "debug_barrier", "constexpr"):
         setattr(tl, name, globals()[name])
     tr = types.ModuleType("triton")
@@ -445,10 +450,14 @@ def main():
                             task, cname, dims[0], dims[1], prof[0], prof[1], kname, g)
                         if base is not None:
                             same = all(torch.equal(got[k].view(torch.int16), base[k].view(torch.int16)) for k in base)
+                            # A candidate that sums in its own order (REDUCTION_ORDER = "own": the
+                            # looped kernels) cannot be bit-identical to the solution; it is held to
+                            # the task's tolerance and the board's elementwise bound alone.
+                            own = getattr(mod, "REDUCTION_ORDER", "solution") == "own"
                             m, r = measure(got, exp)
-                            line += "; bit-identical to the solution: %s; rel-frobenius %.2e, bound ratio %.3f" % (
-                                same, m, r)
-                            if not same or m > 1e-2 or r > 1.0:
+                            line += "; bit-identical to the solution: %s%s; rel-frobenius %.2e, bound ratio %.3f" % (
+                                same, " (own order: not required)" if own else "", m, r)
+                            if (not same and not own) or m > 1e-2 or r > 1.0:
                                 fails += 1
                                 line += "  <-- FAIL"
                         print(line + " (%.1f s)" % (time.time() - t0), flush=True)

@@ -11,7 +11,7 @@
 # layernorm 46 s, rmsnorm-residual 44 s (round 3 took 100 s for 3 + 4 + 4 sources; round 4's
 # layernorm 19 s for 3 sources, rmsnorm 10 s for 1).
 # Round 8 (session 22): top-k's cuda2 and cuda3 beside cuda1 and the solution (slot 200 s: four
-# sources, three nvcc builds of ~30 s); GROUPS="topk-logits ..." runs only those groups.
+# sources, three nvcc builds of ~30 s); LAB_GROUPS="topk-logits ..." runs only those groups (bash owns GROUPS).
 # Round 5 (lab/<task>/NOTES.md, "Round 5"): layernorm's pipe and lean, rmsnorm-residual's
 # persist, pipe and lean, each beside its solution. Round 6: topk-logits' rowfuse beside its
 # solution (two sources in the 80 s slot, as round 3 ran three).
@@ -24,8 +24,8 @@ T=catalog/tasks
 L=lab
 t0=$(date +%s)
 : >"$O/summary.txt"
-GROUPS=" ${GROUPS:-topk-logits layernorm rmsnorm-residual silu-and-mul} "
-run() { case "$GROUPS" in *" $1 "*) return 0 ;; esac; echo "$1 not run (GROUPS)" >>"$O/summary.txt"; return 1; }
+LAB_GROUPS=" ${LAB_GROUPS:-topk-logits layernorm rmsnorm-residual silu-and-mul} "
+run() { case "$LAB_GROUPS" in *" $1 "*) return 0 ;; esac; echo "$1 not run (LAB_GROUPS)" >>"$O/summary.txt"; return 1; }
 
 # 1. topk-logits: the solution (round 4's fused kernel at V > 32768, the atomic-slot one at
 #    one segment a row), then round 6's rowfuse (lab/topk-logits/NOTES.md, "Round 6": pass 2
@@ -49,20 +49,20 @@ echo "topk-logits adversarial rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.tx
 "$PY" $L/topk-logits/pick.py "$O" >>"$O/summary.txt" 2>&1
 fi
 
-# 2. layernorm: the solution (round 5's: one pass at H = 8192, pipelined persistent at >= 16384);
-#    no round-6 candidate yet (lab/layernorm/NOTES.md).
+# 2. layernorm: the solution (round 5's: one pass at H = 8192, pipelined persistent at >= 16384)
+#    and round 6's loop3 (lab/layernorm/NOTES.md: inductor's three passes over L2).
 if run layernorm; then
 timeout -k 3 46 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/layernorm:36:$S/norm/layernorm/bf16/layernorm_eager/src" \
+  "$T/layernorm:36:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/loop3" \
   >"$O/layernorm.jsonl" 2>"$O/layernorm.err"
 echo "layernorm rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
 
-# 3. rmsnorm-residual: the solution; no round-6 candidate yet (round 5's persist, pipe and lean
-#    lost: docs/CATALOG.md). Its own slot, not what is left.
+# 3. rmsnorm-residual: the solution and round 6's loop2 (lab/rmsnorm-residual/NOTES.md: inductor's
+#    two passes over L2; round 5's persist, pipe and lean lost). Its own slot, not what is left.
 if run rmsnorm-residual; then
 timeout -k 3 44 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/rmsnorm-residual:34:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src" \
+  "$T/rmsnorm-residual:34:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src,$L/rmsnorm-residual/loop2" \
   >"$O/rmsnorm-residual.jsonl" 2>"$O/rmsnorm-residual.err"
 echo "rmsnorm-residual rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
