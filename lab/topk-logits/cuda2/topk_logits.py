@@ -29,6 +29,8 @@ def topk_logits(logits):
         v, i = torch.sort(logits, dim=-1, descending=True, stable=True)
         return v[:, :K].contiguous(), i[:, :K].contiguous()
     x = logits.contiguous()
+    if x.data_ptr() % 16:
+        x = x.clone()  # the kernel's 16-byte loads need a 16-byte aligned row base (a view may start anywhere)
     values = torch.empty(B, K, dtype=torch.float32, device=x.device)
     indices = torch.empty(B, K, dtype=torch.int64, device=x.device)
     _kernels.topk(x, values, indices, _z(V))
