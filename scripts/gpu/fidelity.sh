@@ -11,7 +11,8 @@
 # Setup (here, on the Debian machine): bash scripts/build.sh && bash scripts/gpu/bundle.sh,
 # then on the device, with .device carried: bash scripts/gpu/fidelity.sh
 #   ONLY="softmax layernorm" limits it to those tasks; KINDS="eager solution" picks the kinds;
-#   NCU_CALLS (default 5); JUDGE_OPTIONS (a JSON object for `kzoo grade --judge-options`, e.g.
+#   NCU_CALLS (default 5); NCU_MODE=range (each call timed by ncu as one range, gaps included:
+#   unverified on a GPU as of session 22); JUDGE_OPTIONS (a JSON object for `kzoo grade --judge-options`, e.g.
 #   '{"trace": true}': every timed batch's figures in the grade logs, with its Unix time, and
 #   $OUT/fidelity_trace.txt: scripts/gpu/trace_read.py over them); CLOCKS=1
 #   (nvidia-smi's SM and memory clocks, power, throttle reasons and HBM temperature every 5 ms beside each grade,
@@ -31,6 +32,15 @@ export KZOO_PYTHON=$PY PYTHONUNBUFFERED=1
 K=$PWD/.device/bin/kzoo
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 NCU_CALLS=${NCU_CALLS:-5}
+# NCU_MODE=kernels (default): ncu's kernel replay, each call's kernels' own durations summed.
+# NCU_MODE=range: each call one range under --replay-mode app-range, its duration first kernel
+# to last with the idle gaps between them (a call of several kernels: docs/PERF.md, session 22).
+NCU_MODE=${NCU_MODE:-kernels}
+case "$NCU_MODE" in
+  kernels) NCU_REPLAY=""; NCU_SPLIT=--by-marker ;;
+  range) NCU_REPLAY=app-range; NCU_SPLIT=--ranges ;;
+  *) echo "fidelity.sh: NCU_MODE must be kernels or range (got '$NCU_MODE')" >&2; exit 2 ;;
+esac
 KINDS=${KINDS:-eager solution}
 REPEAT=${REPEAT:-softmax}
 t_all=$(date +%s)
@@ -81,10 +91,11 @@ while read -r kind task dir; do
   t0=$(date +%s)
   grade "$name" "$dir" "$kind"
   if [[ " $REPEAT " == *" $task "* ]]; then grade "${name}_r2" "$dir" "$kind"; grade "${name}_r3" "$dir" "$kind"; fi
-  timeout 240 "$NCU" --profile-from-start off --clock-control none --cache-control all \
+  RANGE=$([ "$NCU_MODE" = range ] && echo 1 || echo 0) timeout 240 "$NCU" --profile-from-start off \
+    --clock-control none --cache-control all ${NCU_REPLAY:+--replay-mode $NCU_REPLAY} \
     --metrics gpu__time_duration.sum --csv "$PY" scripts/gpu/ncu_package.py "catalog/tasks/$task/task.json" "$dir/src" \
     "$NCU_CALLS" > "$LOGS/ncu_$name.csv" 2> "$LOGS/ncu_$name.err"
-  "$PY" scripts/gpu/ncu_sum.py "$LOGS/ncu_$name.csv" "$NCU_CALLS" --by-marker > "$LOGS/ncu_$name.txt" 2>> "$LOGS/ncu_$name.err"
+  "$PY" scripts/gpu/ncu_sum.py "$LOGS/ncu_$name.csv" "$NCU_CALLS" "$NCU_SPLIT" > "$LOGS/ncu_$name.txt" 2>> "$LOGS/ncu_$name.err"
   echo "$name $(( $(date +%s) - t0 )) s" >> "$LOGS/progress.txt"
   cp "$LOGS/progress.txt" "$OUT/fidelity_progress.txt"
 done < <(list)

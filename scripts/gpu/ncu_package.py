@@ -18,6 +18,13 @@ With WARM_US=N in the environment, each profiled call is preceded, outside the p
 by N microseconds of a spin kernel: ncu's own work between kernels leaves the device idle and
 its SM clock low ("clocks as found", --clock-control none), which a compute-bound kernel then
 starts at, where the judge's calls start on a device its launch pad keeps busy.
+
+With RANGE=1 each call is a profiler range of its own (cudaProfilerStart, the call,
+cudaProfilerStop; the device synchronised outside the range), and each shape's marker a range
+holding the spin kernel alone, for `ncu --replay-mode app-range`: Nsight Compute then times the
+call as one workload, first kernel to last, idle gaps between them included -- what a call of
+several kernels costs the device, which the summed kernel times (the default mode) leave out
+(docs/PERF.md, "Fidelity, session 22"). ncu_sum.py --ranges CALLS splits its rows.
 """
 import os
 import sys
@@ -50,21 +57,45 @@ def main():
             fn(*s)
         torch.cuda.synchronize()
         cudart = torch.cuda.cudart()
-        cudart.cudaProfilerStart()
-        torch.cuda._sleep(1000)  # the marker: shape `index` starts here
-        for s in sets[2:]:
-            if warm_cycles:
-                torch.cuda.synchronize()
-                cudart.cudaProfilerStop()
-                torch.cuda._sleep(warm_cycles)
-                cudart.cudaProfilerStart()
-            fn(*s)
-        torch.cuda.synchronize()
-        cudart.cudaProfilerStop()
+        if os.environ.get("RANGE") == "1":
+            ranges(fn, sets[2:], cudart, warm_cycles)
+        else:
+            kernels(fn, sets[2:], cudart, warm_cycles)
         del sets
         torch.cuda.empty_cache()
         print("ncu_package: %s workload %s graded shape %d %s, %d calls" % (task.name, name, index, dims, calls),
               file=sys.stderr)
+
+
+def kernels(fn, sets, cudart, warm_cycles):
+    """One profiled stretch: the marker kernel, then every call (ncu's kernel replay)."""
+    cudart.cudaProfilerStart()
+    torch.cuda._sleep(1000)  # the marker: a shape's calls start here
+    for s in sets:
+        if warm_cycles:
+            torch.cuda.synchronize()
+            cudart.cudaProfilerStop()
+            torch.cuda._sleep(warm_cycles)
+            cudart.cudaProfilerStart()
+        fn(*s)
+    torch.cuda.synchronize()
+    cudart.cudaProfilerStop()
+
+
+def ranges(fn, sets, cudart, warm_cycles):
+    """A range for the marker, then one range per call (ncu's range replay): the range holds the
+    call's launches and nothing of the harness; the sync that ends it lies outside."""
+    cudart.cudaProfilerStart()
+    torch.cuda._sleep(1000)
+    cudart.cudaProfilerStop()
+    torch.cuda.synchronize()
+    for s in sets:
+        if warm_cycles:
+            torch.cuda._sleep(warm_cycles)
+        cudart.cudaProfilerStart()
+        fn(*s)
+        cudart.cudaProfilerStop()
+        torch.cuda.synchronize()
 
 
 if __name__ == "__main__":

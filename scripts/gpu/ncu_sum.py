@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Sums gpu__time_duration.sum from ncu --csv output; prints per-call microseconds.
 
-Usage: python3 ncu_sum.py NCU_CSV CALLS [--kernels] [--by-marker]
+Usage: python3 ncu_sum.py NCU_CSV CALLS [--kernels] [--by-marker | --ranges]
   --kernels: also one line per kernel name (microseconds per call, launches per call)
   --by-marker: the run is ncu_package.py's, one segment per graded shape, each opened by a
       marker kernel (spin_kernel, not counted): one line per segment, "INDEX US KERNELS"
+  --ranges: the run is ncu_package.py's with RANGE=1 under --replay-mode app-range: a row per
+      range, in order, each shape a marker range then CALLS call ranges; the same lines, the
+      median range per call (a range's duration holds the idle gaps between its kernels) and
+      KERNELS = 1. The rows are taken by position, not by name (a range's name column is ncu's).
 """
 import csv
 import sys
@@ -46,10 +50,24 @@ def by_marker(path, calls):
     return [(total / calls / 1e3, n) for total, n in segments]
 
 
+def by_range(path, calls):
+    """[(median call-range us, 1)] per shape: rows in groups of one marker range and CALLS calls."""
+    durations = [ns for _, ns in rows(path)]
+    if not durations or len(durations) % (calls + 1):
+        raise SystemExit("ncu_sum.py: %d ranges in %s is not a whole number of shapes of 1 + %d" % (
+            len(durations), path, calls))
+    out = []
+    for i in range(0, len(durations), calls + 1):
+        group = sorted(durations[i + 1:i + 1 + calls])
+        out.append((group[len(group) // 2] / 1e3, 1))
+    return out
+
+
 def main():
     path, calls = sys.argv[1], int(sys.argv[2])
-    if "--by-marker" in sys.argv[3:]:
-        for i, (us, n) in enumerate(by_marker(path, calls)):
+    split = by_range if "--ranges" in sys.argv[3:] else by_marker if "--by-marker" in sys.argv[3:] else None
+    if split:
+        for i, (us, n) in enumerate(split(path, calls)):
             print("%d %.3f %d" % (i, us, n))
         return
     total_ns, kernels, by_name = summed(path)
