@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """The catalog's H200 table (docs/CATALOG.md) from the parts of scripts/gpu/catalog_bench.sh.
 
-  catalog_table.py table FOLDER [--write DOC]
+  catalog_table.py table FOLDER [--write DOC] [--ceilings CEILING_JSONL]
       FOLDER holds the parts' files of one run (eager.jsonl, compile.jsonl, solutions.jsonl, ncu.jsonl;
       calibrate.jsonl is not needed). Prints one markdown table: per task and graded shape the eager
       package, torch.compile of the reference and the solution (Nsight Compute and the judge), % of the
       roofline, the target and whether the solution meets it; then the geometric means of the solution's
       speed-up over eager and over torch.compile. Files of different commits are refused: one table, one
       run. --write DOC replaces the text between DOC's "<!-- catalog_table begin -->" and
-      "<!-- catalog_table end -->" lines with it.
+      "<!-- catalog_table end -->" lines with it. --ceilings (scripts/gpu/ceiling.py's --json lines, the
+      fastest any probe kernel moves each task's bytes on the GPU) marks the targets beyond them.
   catalog_table.py summary PART.jsonl
       A few lines on what one part measured (catalog_bench.sh prints them at its end).
   catalog_table.py fidelity-parts LOGS OUT [--ncu-calls N] --commit C --gpu G --torch T
@@ -256,6 +257,32 @@ def read_run(folder, repo=ROOT):
     return dict(first, parts=sorted(parts)), parts
 
 
+def read_ceilings(path):
+    """{(task, shape index): ceiling us} and where they were measured, from scripts/gpu/ceiling.py's
+    --json lines: the fastest any probe kernel moved the task's bytes on that GPU. They are the
+    machine's figures, not the packages', so they may come from another commit than the parts."""
+    out, where = {}, set()
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                d = json.loads(line)
+            except ValueError as e:
+                raise TableError("%s:%d: not a JSON line (%s); the file is ceiling.py's --json output" % (path, n, e))
+            if d.get("error") or d.get("ceiling_us") is None:
+                continue  # a task the probe could not measure: its rows get no ceiling
+            if not isinstance(d.get("task"), str) or not isinstance(d.get("shape_index"), int):
+                raise TableError("%s:%d: a ceiling needs `task` and `shape_index` (ceiling.py writes both)" % (path, n))
+            out[(d["task"], d["shape_index"])] = float(d["ceiling_us"])
+            where.add("%s, torch %s" % (d.get("device", "?"), d.get("torch", "?")))
+    if not out:
+        raise TableError("%s: no ceiling in it; run `python3 scripts/gpu/ceiling.py --json FILE catalog/tasks/...` "
+                         "on the GPU" % path)
+    return out, "; ".join(sorted(where))
+
+
 # ---- the table --------------------------------------------------------------------------------------------
 
 def tier_of(task):
@@ -270,8 +297,9 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-def rows_of(parts, tiers=None):
-    """One dict per (task, graded shape) with every figure the table shows, in the order tasks first appear."""
+def rows_of(parts, tiers=None, ceilings=None):
+    """One dict per (task, graded shape) with every figure the table shows, in the order tasks first appear.
+    ceilings ({(task, shape): us}, read_ceilings) mark the targets no kernel can meet on that GPU."""
     order, rows = [], {}
 
     def row(task, shape):
@@ -315,6 +343,8 @@ def rows_of(parts, tiers=None):
             # bound: the table says so rather than show it as the whole target.
             x["target_us"], x["target_basis"] = (min(cands) if cands else None), ("" if comp else "roofline only")
         x["met"] = None if not (x["sol_us"] and x["target_us"]) else x["sol_us"] <= x["target_us"]
+        x["ceiling_us"] = (ceilings or {}).get(key)
+        x["beyond_ceiling"] = bool(x["ceiling_us"] and x["target_us"] and x["target_us"] < x["ceiling_us"])
         x["roofline_pct"] = 100.0 * roof / x["sol_us"] if (roof and x["sol_us"]) else None
         s, j = x.get("sol_ncu_us"), x.get("sol_judge_us")
         x["judge_vs_ncu_pct"] = 100.0 * (j - s) / s if (s and j) else None
@@ -326,7 +356,7 @@ def _us(v):
     return "-" if v is None else ("%.0f" % v if v >= 1000 else "%.1f" % v)
 
 
-def render(run, rows, note=None):
+def render(run, rows, note=None, ceilings_from=None):
     hdr = ["task", "shape", "eager µs", "torch.compile µs", "solution, ncu µs", "solution, judge µs",
            "judge vs ncu", "% roofline", "target µs", "met"]
     lines = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
@@ -336,6 +366,8 @@ def render(run, rows, note=None):
             tgt = "cuBLAS " + tgt
         elif x["target_us"] is not None and x["target_basis"]:
             tgt += " (%s)" % x["target_basis"]
+        if x.get("beyond_ceiling"):
+            tgt += " (beyond the ceiling, %s)" % _us(x["ceiling_us"])
         lines.append("| " + " | ".join([
             "%s (%s)" % (x["task"], x["tier"]), str(x["shape"]),
             _us(x["eager_us"]) + (" (events)" if x["eager_from_events"] else ""),
@@ -361,6 +393,11 @@ def render(run, rows, note=None):
             "Targets met: %d of %d." % ("-" if over_eager is None else "%.2fx" % over_eager, n_eager,
                                         "-" if over_compile is None else "%.2fx" % over_compile, n_compile,
                                         sum(met), len(met))]
+    beyond = [x for x in rows if x.get("beyond_ceiling")]
+    if ceilings_from:
+        tail += ["", "Ceilings: the fastest any probe kernel moved each task's bytes (`scripts/gpu/ceiling.py`, %s). "
+                 "%d of %d targets lie beyond them: no kernel meets those on this GPU; the ceiling is the reachable bar."
+                 % (ceilings_from, len(beyond), sum(1 for x in rows if x["target_us"]))]
     notes = [(x["task"], x["shape"], n) for x in rows for n in x["notes"]]
     if notes:
         tail += ["", "Not measured:"] + ["- %s shape %s: %s" % n for n in notes]
@@ -456,6 +493,8 @@ def main(argv=None):
             sp.add_argument(arg, type=int if arg == "calls" else str)
         if name == "table":
             sp.add_argument("--write", metavar="DOC")
+            sp.add_argument("--ceilings", metavar="CEILING_JSONL", help="ceiling.py's --json lines: mark the "
+                            "targets beyond what the GPU can move")
         if name == "fidelity-parts":
             for opt in ("--commit", "--gpu", "--torch"):
                 sp.add_argument(opt, default="?")
@@ -474,7 +513,9 @@ def main(argv=None):
             return 0
         if a.cmd == "table":
             run, parts = read_run(a.folder)
-            text, _ = render(run, rows_of(parts))
+            ceilings, where = read_ceilings(a.ceilings) if a.ceilings else (None, None)
+            text, _ = render(run, rows_of(parts, ceilings=ceilings),
+                             ceilings_from=("%s, %s" % (os.path.basename(a.ceilings), where)) if a.ceilings else None)
             if a.write:
                 write_between_markers(a.write, text)
             else:

@@ -221,6 +221,64 @@ class TargetBasis(unittest.TestCase):
         self.assertIn("| 500.0 (roofline only) | yes |", text)
 
 
+class Ceilings(unittest.TestCase):
+    """A target faster than the fastest any kernel moves the task's bytes (ceiling.py) is marked so."""
+
+    def parts(self):
+        return {"compile": [{"kind": "compile", "task": "rmsnorm-residual", "shape_index": s, "roofline_us": 447.4,
+                             "compile_us": c} for s, c in ((0, 507.1), (1, 560.0))],
+                "ncu": [{"kind": "ncu", "task": "rmsnorm-residual", "shape_index": s, "ncu_us": 524.9} for s in (0, 1)]}
+
+    def ceilings_file(self, lines):
+        f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
+        f.write("\n".join(lines) + "\n")
+        f.close()
+        self.addCleanup(os.unlink, f.name)
+        return f.name
+
+    def test_a_target_below_the_ceiling_is_marked_and_counted(self):
+        path = self.ceilings_file([
+            json.dumps({"task": "rmsnorm-residual", "shape_index": 0, "ceiling_us": 504.5, "device": "NVIDIA H200",
+                        "torch": "2.11"}),
+            json.dumps({"task": "rmsnorm-residual", "shape_index": 1, "ceiling_us": 501.3, "device": "NVIDIA H200",
+                        "torch": "2.11"}),
+            json.dumps({"task": "cross-entropy", "shape_index": -1, "error": "tensor 'x' shape ..."})])
+        ceilings, where = ct.read_ceilings(path)
+        self.assertEqual(where, "NVIDIA H200, torch 2.11")
+        rows = ct.rows_of(self.parts(), tiers={"rmsnorm-residual": "T1"}, ceilings=ceilings)
+        # shape 0: torch.compile / 1.05 = 482.95 < 504.5, beyond; shape 1: 447.4 / 0.8 = 559.25 > 501.3, reachable
+        self.assertEqual([(round(x["target_us"], 2), x["beyond_ceiling"]) for x in rows],
+                         [(482.95, True), (533.33, False)])
+        text, _ = ct.render({"commit": "abc"}, rows, ceilings_from="c.jsonl, NVIDIA H200, torch 2.11")
+        self.assertIn("| 483.0 (beyond the ceiling, 504.5) | no |", text)
+        self.assertIn("| 533.3 | yes |", text)
+        self.assertIn("1 of 2 targets lie beyond them", text)
+
+    def test_without_ceilings_the_table_is_as_before(self):
+        text, _ = ct.render({"commit": "abc"}, ct.rows_of(self.parts(), tiers={"rmsnorm-residual": "T1"}))
+        self.assertNotIn("ceiling", text)
+
+    def test_a_malformed_line_is_refused_naming_the_file_and_line(self):
+        path = self.ceilings_file([json.dumps({"task": "softmax", "shape_index": 0, "ceiling_us": 507.4}), "{not json"])
+        with self.assertRaises(ct.TableError) as e:
+            ct.read_ceilings(path)
+        self.assertIn("%s:2" % path, str(e.exception))
+
+    def test_a_file_with_no_ceiling_is_refused_saying_how_to_make_one(self):
+        path = self.ceilings_file([json.dumps({"task": "softmax", "shape_index": -1, "error": "no GPU"})])
+        with self.assertRaises(ct.TableError) as e:
+            ct.read_ceilings(path)
+        self.assertIn("ceiling.py", str(e.exception))
+
+    def test_the_session_22_ceilings_mark_the_three_torch_compile_targets(self):
+        path = os.path.join(HERE, "..", "..", "docs", "catalog-runs", "session22", "ceiling_d375aaf.jsonl")
+        ceilings, _ = ct.read_ceilings(path)
+        self.assertEqual(len(ceilings), 24)
+        run, parts = ct.read_run(os.path.join(HERE, "..", "..", "docs", "catalog-runs", "6b25edc"))
+        beyond = sorted({x["task"] for x in ct.rows_of(parts, ceilings=ceilings) if x["beyond_ceiling"]})
+        self.assertEqual(beyond, ["layernorm", "rmsnorm-residual", "silu-and-mul"])
+
+
 class LabLoading(unittest.TestCase):
     def test_each_source_imports_its_own_sibling_modules(self):
         # Two sources of one task in one process, each with its own `_ext` (a CUDA solution's
