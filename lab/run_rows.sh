@@ -67,12 +67,13 @@ timeout -k 3 44 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
 echo "rmsnorm-residual rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
 
-# 4. silu-and-mul: the solution (CUDA C++) and round 1's flat (lab/silu-and-mul/NOTES.md: a 1-D grid
-#    over y's vectors, no idle half blocks). Two extensions built by nvcc in the slot (~30 s each).
+# 4. silu-and-mul: the solution (CUDA C++), round 1's flat (lab/silu-and-mul/NOTES.md: a 1-D grid
+#    over y's vectors, no idle half blocks; mixed in session 22) and round 2's flat1k (flat with
+#    torch.compile's 1024 elements a block). Three extensions built by nvcc in the slot (~30 s each).
 if run silu-and-mul; then
-timeout -k 3 120 "$PY" scripts/gpu/catalog_helper.py lab $T/silu-and-mul \
-  $S/activation/swiglu/bf16/silu_and_mul_eager/src $L/silu-and-mul/flat \
-  --calls 20 --seeds 2 --deadline-s 108 >"$O/silu-and-mul.jsonl" 2>"$O/silu-and-mul.err"
+timeout -k 3 150 "$PY" scripts/gpu/catalog_helper.py lab $T/silu-and-mul \
+  $S/activation/swiglu/bf16/silu_and_mul_eager/src $L/silu-and-mul/flat $L/silu-and-mul/flat1k \
+  --calls 20 --seeds 2 --deadline-s 138 >"$O/silu-and-mul.jsonl" 2>"$O/silu-and-mul.err"
 echo "silu-and-mul rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
 cat "$O/summary.txt"
