@@ -6,8 +6,10 @@
 # and the board's elementwise bound) and timed at every graded shape beside the eager package.
 # Each task runs in its own process, so a fault in one cannot spoil the rest.
 # Run from the repository root. Everything goes to ${OUT:-/tmp/out}/rows/.
-# Wall budget 380 s (top-k's adversarial rows 40 s, silu-and-mul's 120 s slot added and top-k's grown to 130 s, session 21): each group has a hard timeout (its --deadline-s, counted from the
-# task's own start after torch's import, stops new work ~10 s before it): topk-logits 80 s,
+# Wall budget ~500 s with every group (session 22: top-k 200 s + its adversarial rows 60 s,
+# layernorm 46 s, rmsnorm-residual 44 s, silu-and-mul 150 s; LAB_GROUPS picks groups, TOPK the
+# top-k candidates): each group has a hard timeout (its --deadline-s, counted from the task's
+# own start after torch's import, stops new work ~10 s before it). Earlier: topk-logits 80 s,
 # layernorm 46 s, rmsnorm-residual 44 s (round 3 took 100 s for 3 + 4 + 4 sources; round 4's
 # layernorm 19 s for 3 sources, rmsnorm 10 s for 1).
 # Round 8 (session 22): top-k's cuda2 and cuda3 beside cuda1 and the solution (slot 200 s: four
