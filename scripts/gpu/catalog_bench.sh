@@ -13,6 +13,9 @@
 #   PART=eager      each eager package (catalog/kernel_data) graded by `kzoo grade --device cuda --json` in the
 #                   sandbox, then, in the time left, timed in-process with CUDA events (catalog_helper.py events).
 #   PART=solutions  each GPU solution (catalog/solutions/gpu) the same two ways.
+#   PART=ceiling    the GPU's bandwidth ceiling for each memory-bound task (tier T1 or T2) and graded shape:
+#                   the fastest probe kernel moving the task's own bytes (ceiling.py); catalog_table.py marks
+#                   the targets beyond it. The machine's figures, not the packages': any commit's serve.
 #   PART=ncu        each GPU solution's kernels under Nsight Compute: gpu__time_duration summed per call over
 #                   NCU_CALLS calls (ncu_eager.py, ncu_sum.py), the ground truth the judge's figure is read against.
 # The table comes from the five parts' .jsonl files of one commit gathered in one folder:
@@ -28,7 +31,7 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 START=$(date +%s)
-PARTS="calibrate compile eager solutions ncu"
+PARTS="calibrate compile eager solutions ncu ceiling"
 PART=${PART:-}
 case " $PARTS " in
   *" $PART "*) [ -n "$PART" ] ;;
@@ -43,7 +46,7 @@ WORK=${WORK:-$(mktemp -d /tmp/kzoo-catalog.XXXXXX)}
 mkdir -p "$OUT" "$WORK/logs"
 PY=${KZOO_PYTHON:-/opt/torch/.venv/bin/python3}
 [ -x "$PY" ] || PY=$(command -v python3)
-if [ "$PART" != compile ] && [ "$PART" != ncu ] && [ ! -x .device/bin/kzoo ]; then
+if [ "$PART" != compile ] && [ "$PART" != ncu ] && [ "$PART" != ceiling ] && [ ! -x .device/bin/kzoo ]; then
   echo "catalog_bench.sh: .device/bin/kzoo missing: run scripts/gpu/bundle.sh here and carry .device" >&2; exit 2
 fi
 ITER=${ITERATIONS:-30}
@@ -215,6 +218,21 @@ case $PART in
         "$PY" "$T" ncu-record "$t" "$s" "$f.csv" "${NCU_CALLS:-5}" >> "$WORK/records.jsonl" 2>> "$LOG"
       done
     done ;;
+  ceiling)
+    dirs=""
+    for t in $TASKS; do
+      case "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["difficulty"]["tier"])' "catalog/tasks/$t/task.json" 2>/dev/null)" in
+        T1|T2) dirs="$dirs catalog/tasks/$t" ;;
+      esac
+    done
+    shape_args=(); for s in $SHAPES; do shape_args+=(--shape "$s"); done
+    step "ceiling: the fastest probe kernel moving each memory-bound task's bytes (${dirs:- none})"
+    # ceiling.py stops starting tasks at its own deadline and names what it skipped
+    bounded "$(left)" "" "$PY" scripts/gpu/ceiling.py "${shape_args[@]}" --deadline-s "$(( $(left) - 30 ))" \
+      --json "$WORK/logs/ceiling_lines.jsonl" $dirs > "$WORK/logs/ceiling.txt" 2>&1
+    echo "  ceiling rc=$?" >> "$LOG"
+    grep '^{' "$WORK/logs/ceiling_lines.jsonl" >> "$WORK/records.jsonl" 2>> "$LOG"
+    grep '^skipped' "$WORK/logs/ceiling.txt" | sed -E 's/^skipped \(deadline\): (catalog\/tasks\/)?([^ ]+).*/\2/' >> "$WORK/skipped" ;;
 esac
 
 { cat "$WORK/run.json" "$WORK/records.jsonl"; } > "$OUT/$PART.jsonl"

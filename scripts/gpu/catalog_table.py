@@ -9,7 +9,8 @@
       speed-up over eager and over torch.compile. Files of different commits are refused: one table, one
       run. --write DOC replaces the text between DOC's "<!-- catalog_table begin -->" and
       "<!-- catalog_table end -->" lines with it. --ceilings (scripts/gpu/ceiling.py's --json lines, the
-      fastest any probe kernel moves each task's bytes on the GPU) marks the targets beyond them.
+      fastest any probe kernel moves each task's bytes on the GPU; FOLDER/ceiling.jsonl, catalog_bench.sh's
+      PART=ceiling, when not given) marks the targets beyond them.
   catalog_table.py summary PART.jsonl
       A few lines on what one part measured (catalog_bench.sh prints them at its end).
   catalog_table.py fidelity-parts LOGS OUT [--ncu-calls N] --commit C --gpu G --torch T
@@ -421,7 +422,7 @@ def summary(path):
     print("%s: commit %s, %s, %s" % (run.get("part"), run.get("commit"), run.get("gpu"), run.get("torch")))
     for r in recs:
         figs = ", ".join("%s %.1f" % (k, r[k]) for k in ("judge_us", "events_us", "compile_us", "roofline_us",
-                                                         "vendor_us", "reference_us", "ncu_us") if isinstance(r.get(k), (int, float)))
+                                                         "vendor_us", "reference_us", "ncu_us", "ceiling_us") if isinstance(r.get(k), (int, float)))
         if r.get("kind") == "calibrate":
             figs = "E %s D %s value %s admissible %s proposed %s" % (r.get("gpu_E"), r.get("gpu_D"), r.get("value"),
                                                                      r.get("admissible"), r.get("proposed"))
@@ -513,9 +514,12 @@ def main(argv=None):
             return 0
         if a.cmd == "table":
             run, parts = read_run(a.folder)
-            ceilings, where = read_ceilings(a.ceilings) if a.ceilings else (None, None)
+            # The run's own ceiling part (catalog_bench.sh PART=ceiling) unless another file is named.
+            own = os.path.join(a.folder, "ceiling.jsonl")
+            cpath = a.ceilings or (own if os.path.exists(own) else None)
+            ceilings, where = read_ceilings(cpath) if cpath else (None, None)
             text, _ = render(run, rows_of(parts, ceilings=ceilings),
-                             ceilings_from=("%s, %s" % (os.path.basename(a.ceilings), where)) if a.ceilings else None)
+                             ceilings_from=("%s, %s" % (os.path.basename(cpath), where)) if cpath else None)
             if a.write:
                 write_between_markers(a.write, text)
             else:

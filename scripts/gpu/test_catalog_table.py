@@ -270,6 +270,22 @@ class Ceilings(unittest.TestCase):
             ct.read_ceilings(path)
         self.assertIn("ceiling.py", str(e.exception))
 
+    def test_a_run_folders_own_ceiling_part_is_read_by_the_table_command(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_part(d, "compile", "c1", self.parts()["compile"])
+            write_part(d, "ncu", "c1", self.parts()["ncu"])
+            with open(os.path.join(d, "ceiling.jsonl"), "w") as f:
+                f.write(json.dumps({"run": {"part": "ceiling", "commit": "c0", "gpu": "GPU", "torch": "t"}}) + "\n")
+                f.write(json.dumps({"task": "rmsnorm-residual", "shape_index": 0, "ceiling_us": 504.5,
+                                    "device": "NVIDIA H200", "torch": "2.11"}) + "\n")
+            out = os.path.join(d, "doc.md")
+            with open(out, "w") as f:
+                f.write("<!-- catalog_table begin -->\n<!-- catalog_table end -->\n")
+            self.assertEqual(ct.main(["table", d, "--write", out]), 0)
+            text = open(out).read()
+        self.assertIn("(beyond the ceiling, 504.5)", text)
+        self.assertIn("ceiling.jsonl, NVIDIA H200, torch 2.11", text)
+
     def test_the_session_22_ceilings_mark_the_three_torch_compile_targets(self):
         path = os.path.join(HERE, "..", "..", "docs", "catalog-runs", "session22", "ceiling_d375aaf.jsonl")
         ceilings, _ = ct.read_ceilings(path)
