@@ -213,8 +213,8 @@ def _gpu(task, shape_list, args, t_end, emit):  # noqa: C901 - the GPU path, in 
                 G = min(J, cfg["grid_cap"]) if cfg["per_sm"] else J
                 steps = -(-J // G)
 
-                def call(cfg=cfg, J=J, G=G, steps=steps):
-                    stream[(G,)](*ip_, *op_, *na, *nb, J, G, steps, N_IN=len(ins), N_OUT=len(outs),
+                def call(cfg=cfg, J=J, G=G, steps=steps, ins_=ip_, outs_=op_):
+                    stream[(G,)](*ins_, *outs_, *na, *nb, J, G, steps, N_IN=len(ins), N_OUT=len(outs),
                                  BLOCK=cfg["BLOCK"], num_warps=cfg["num_warps"],
                                  EV="evict_first" if cfg["hint"] else "", CM=".cs" if cfg["hint"] else "")
                 try:
@@ -228,14 +228,15 @@ def _gpu(task, shape_list, args, t_end, emit):  # noqa: C901 - the GPU path, in 
                     results.append({"config": cfg, "us": median_us(call)})
                 except Exception as e:  # out of resources, a compile error: that config only
                     results.append({"config": cfg, "error": "%s: %s" % (type(e).__name__, str(e)[:200])})
-            del bufs, obufs, ip_, op_
+            call = None  # its defaults hold the buffers: let them go with the rest
+            del bufs, obufs, ip_, op_, call
             b = best(results)
             rec["configs"], rec["configs_skipped"] = results, skipped
             rec["triton_us"], rec["triton_config"] = (b["us"], b["config"]) if b else (None, None)
             half = -(-(rec["R"] + rec["W"]) // 8)  # int32 elements of (R+W)/2 bytes
             src = torch.randint(0, 2 ** 30, (half,), dtype=torch.int32, device="cuda")
             dst = torch.empty_like(src)
-            rec["torch_copy_us"] = median_us(lambda: dst.copy_(src))
+            rec["torch_copy_us"] = median_us(lambda d=dst, s=src: d.copy_(s))
             del src, dst
             moved = rec["R"] + rec["W"]
             rec["ceiling_us"] = min(x for x in (rec["triton_us"], rec["torch_copy_us"]) if x)
