@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The catalog's H200 table (docs/CATALOG.md) from the parts of scripts/gpu/catalog_bench.sh.
 
-  catalog_table.py table FOLDER [--write DOC] [--ceilings CEILING_JSONL]
+  catalog_table.py table FOLDER [FOLDER ...] [--write DOC] [--ceilings CEILING_JSONL]
       FOLDER holds the parts' files of one run (eager.jsonl, compile.jsonl, solutions.jsonl, ncu.jsonl;
-      calibrate.jsonl is not needed). Prints one markdown table: per task and graded shape the eager
+      calibrate.jsonl is not needed); several folders are read in order, a later file's records
+      replacing an earlier one's. Prints one markdown table: per task and graded shape the eager
       package, torch.compile of the reference and the solution (Nsight Compute and the judge), % of the
       roofline, the target and whether the solution meets it; then the geometric means of the solution's
-      speed-up over eager and over torch.compile. Files of different commits are refused: one table, one
-      run. --write DOC replaces the text between DOC's "<!-- catalog_table begin -->" and
+      speed-up over eager and over torch.compile. Files of different commits make one table of the newest
+      commit's code only where nothing they measured changed since (read_run): one table, one code. --write DOC replaces the text between DOC's "<!-- catalog_table begin -->" and
       "<!-- catalog_table end -->" lines with it. --ceilings (scripts/gpu/ceiling.py's --json lines, the
       fastest any probe kernel moves each task's bytes on the GPU; FOLDER/ceiling.jsonl, catalog_bench.sh's
       PART=ceiling, when not given) marks the targets beyond them.
@@ -201,26 +202,69 @@ def read_part(path):
 MEASURING_PATHS = ("scripts/gpu/", "docs/", "lab/", "tests/")
 
 
-def measured_code_differs(commits, repo=ROOT):
-    """None when every commit in `commits` holds the same measured code as the first (their diffs
-    touch only MEASURING_PATHS); else why not, or why it could not be told (an unknown commit)."""
+def _git(repo, *args):
     import subprocess
-    first = commits[0]
-    dirty = [c for c in commits if "dirty" in c]
-    if dirty:
-        return "%s: a bundle built from uncommitted code, which no commit names" % dirty[0]
-    for other in commits[1:]:
-        try:
-            out = subprocess.run(["git", "-C", repo, "diff", "--name-only", first.split()[0], other.split()[0], "--"],
-                                 capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError) as e:
-            return "git could not compare %s and %s (%s)" % (first, other, e)
-        if out.returncode != 0:
-            return "git could not compare %s and %s%s" % (first, other, (": " + out.stderr.strip()[:200]) if out.stderr else "")
-        moved = [f for f in out.stdout.split() if not f.startswith(MEASURING_PATHS)]
-        if moved:
-            return "%s and %s differ in %s" % (first[:12], other[:12], ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else ""))
+    try:
+        out = subprocess.run(["git", "-C", repo] + list(args), capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, str(e)
+    return (out.stdout if out.returncode == 0 else None), out.stderr.strip()[:200]
+
+
+def changed_paths(older, newer, repo=ROOT):
+    """(the paths outside MEASURING_PATHS that differ between two commits, None) or (None, why not)."""
+    out, err = _git(repo, "diff", "--name-only", older.split()[0], newer.split()[0], "--")
+    if out is None:
+        return None, "git could not compare %s and %s%s" % (older, newer, (": " + err) if err else "")
+    return [f for f in out.split() if not f.startswith(MEASURING_PATHS)], None
+
+
+def newest_commit(commits, repo=ROOT):
+    """(the commit every other one is an ancestor of, None) or (None, why there is none)."""
+    for c in commits:
+        if all(o == c or _git(repo, "merge-base", "--is-ancestor", o.split()[0], c.split()[0])[0] is not None
+               for o in commits):
+            return c, None
+    return None, "the commits %s are not on one line of history" % ", ".join(c[:12] for c in commits)
+
+
+# Which parts a package's source feeds: the eager packages are graded in the eager part, the GPU
+# solutions in the solutions and ncu parts, the CPU solutions in none of the GPU table's.
+PACKAGE_PARTS = (("catalog/kernel_data/", {"eager"}), ("catalog/solutions/gpu/", {"solutions", "ncu"}),
+                 ("catalog/solutions/cpu/", set()))
+
+
+def _task_of_package(path, repo):
+    """The task a catalog package's file belongs to (its desc.yaml's `ref:`), or None."""
+    d = os.path.dirname(path)
+    while d.startswith("catalog/"):
+        desc = os.path.join(repo, d, ".kernel_package", "desc.yaml")
+        if os.path.exists(desc):
+            m = re.search(r"^\s+ref:\s*(\S+)\s*$", _read(desc), re.M)
+            return m.group(1) if m else None
+        d = os.path.dirname(d)
     return None
+
+
+def stale_scope(paths, repo=ROOT):
+    """What a change of `paths` invalidates: ({task: parts}, None), or (None, a path that touches every task:
+    the judge, kzoo's sources, anything not one task's or one package's)."""
+    scope = {}
+    for f in paths:
+        m = re.match(r"catalog/tasks/([^/]+)/", f)
+        if m:
+            scope.setdefault(m.group(1), set()).update(PARTS)
+            continue
+        for prefix, parts in PACKAGE_PARTS:
+            if f.startswith(prefix):
+                task = _task_of_package(f, repo)
+                if task is None:
+                    return None, f
+                scope.setdefault(task, set()).update(parts)
+                break
+        else:
+            return None, f
+    return scope, None
 
 
 def part_files(folder, part):
@@ -230,32 +274,65 @@ def part_files(folder, part):
     return [os.path.join(folder, n) for n in sorted(names, key=lambda n: int((n.split(".")[1:-1] or ["0"])[0]))]
 
 
-def read_run(folder, repo=ROOT):
-    """(the run header shared by the parts, {part: records}). A part may come in several files; a later
-    file's record of a task and shape replaces an earlier one's. Files of different commits are refused
-    unless the commits differ only in the measuring scripts and docs (measured_code_differs)."""
-    runs, parts = {}, {}
-    for p in PARTS:
-        for path in part_files(folder, p):
-            run, recs = read_part(path)
-            runs[os.path.basename(path)[:-len(".jsonl")]] = run
-            key = lambda r: (r.get("kind"), r.get("task"), r.get("shape_index"))  # noqa: E731
-            again = {key(r) for r in recs}
-            parts[p] = [r for r in parts.get(p, []) if key(r) not in again] + recs
-    if not parts:
+def read_run(folders, repo=ROOT):
+    """(the run header, {part: records}) of one table. `folders` (one, or several read in order) hold the
+    parts' files; a part may come in several files, and a later file's record of a task and shape replaces
+    an earlier one's. Files of different commits make one table of the newest commit's code: a file of an
+    older commit is taken when what changed since touches only the measuring scripts and docs, or only
+    some tasks' sources -- then its records of those tasks, in the parts those sources feed, are dropped
+    (named under the table) and a later file must measure them again. A change to anything every task
+    runs on (the judge, kzoo) refuses the older file."""
+    if isinstance(folders, str):
+        folders = [folders]
+    files = []
+    for folder in folders:
+        for p in PARTS:
+            for path in part_files(folder, p):
+                run, recs = read_part(path)
+                files.append((p, path, run, recs))
+    if not files:
         raise TableError("%s: none of %s; copy the parts' $OUT files of one run here"
-                         % (folder, ", ".join(p + ".jsonl" for p in PARTS)))
-    commits = sorted({r.get("commit") or "?" for r in runs.values()})
-    first = runs[next(iter(runs))]
+                         % (", ".join(folders), ", ".join(p + ".jsonl" for p in PARTS)))
+    commits = sorted({r.get("commit") or "?" for _, _, r, _ in files})
+    dirty = [c for c in commits if "dirty" in c]
+    if dirty:
+        raise TableError("%s: the parts come from different commits or a dirty bundle (%s: a bundle built from uncommitted "
+                         "code, which no commit names); measure the parts on committed code" % (", ".join(folders), dirty[0]))
+    newest, dropped, scopes = commits[0], [], {}
     if len(commits) > 1:
-        why = measured_code_differs(commits, repo)
+        newest, why = newest_commit(commits, repo)
+        scopes = {}
+        for c in commits:
+            if why is None and c != newest:
+                paths, why = changed_paths(c, newest, repo)
+                if why is None:
+                    scopes[c], path = stale_scope(paths, repo)
+                    if path is not None:
+                        why = "%s and %s differ in %s" % (c[:12], newest[:12], path)
         if why:
             raise TableError("%s: the parts come from different commits (%s): one table is one run of the same code (%s); "
                              "measure the missing parts on the same commit"
-                             % (folder, ", ".join("%s %s" % (p, r.get("commit")) for p, r in sorted(runs.items())), why))
-        first = dict(first, commit="; ".join("%s (%s)" % (c[:12], ", ".join(sorted(p for p, r in runs.items() if r.get("commit") == c)))
-                                             for c in commits) + ", the same measured code")
-    return dict(first, parts=sorted(parts)), parts
+                             % (", ".join(folders), ", ".join("%s %s" % (os.path.basename(f)[:-len(".jsonl")], r.get("commit"))
+                                                              for _, f, r, _ in files), why))
+    parts, used = {}, {}
+    key = lambda r: (r.get("kind"), r.get("task"), r.get("shape_index"))  # noqa: E731
+    for p, path, run, recs in files:
+        c = run.get("commit") or "?"
+        scope = scopes.get(c, {})
+        keep = [r for r in recs if p not in scope.get(r.get("task"), ())]
+        dropped += [(p, r.get("task"), r.get("shape_index"), c) for r in recs if p in scope.get(r.get("task"), ())]
+        again = {key(r) for r in keep}
+        parts[p] = [r for r in parts.get(p, []) if key(r) not in again] + keep
+        used.setdefault(c, set()).add(os.path.basename(path)[:-len(".jsonl")])
+    # a record dropped from an older file but measured again by a later one is not missing
+    have = {(p, r.get("task"), r.get("shape_index")) for p, rs in parts.items() for r in rs}
+    stale = ["%s %s shape %s (measured at %s; its sources changed since)" % (p, t, sh, c[:12])
+             for p, t, sh, c in dropped if (p, t, sh) not in have]
+    first = dict(files[0][2])
+    if len(commits) > 1:
+        first["commit"] = "; ".join("%s (%s)" % (c[:12], ", ".join(sorted(used[c]))) for c in commits) + \
+            ", the same measured code (%s's)" % newest[:12]
+    return dict(first, parts=sorted(parts), stale=stale), parts
 
 
 def read_ceilings(path):
@@ -399,6 +476,9 @@ def render(run, rows, note=None, ceilings_from=None):
         tail += ["", "Ceilings: the fastest any probe kernel moved each task's bytes (`scripts/gpu/ceiling.py`, %s). "
                  "%d of %d targets lie beyond them: no kernel meets those on this GPU; the ceiling is the reachable bar."
                  % (ceilings_from, len(beyond), sum(1 for x in rows if x["target_us"]))]
+    if run.get("stale"):
+        tail += ["", "Measured at an older commit and dropped (the task's sources changed since; measure them again):"] + \
+            ["- " + d for d in run["stale"]]
     notes = [(x["task"], x["shape"], n) for x in rows for n in x["notes"]]
     if notes:
         tail += ["", "Not measured:"] + ["- %s shape %s: %s" % n for n in notes]
@@ -491,6 +571,9 @@ def main(argv=None):
     for name, args in commands.items():
         sp = sub.add_parser(name)
         for arg in args:
+            if name == "table":
+                sp.add_argument("folders", nargs="+", metavar="FOLDER")
+                continue
             sp.add_argument(arg, type=int if arg == "calls" else str)
         if name == "table":
             sp.add_argument("--write", metavar="DOC")
@@ -513,10 +596,10 @@ def main(argv=None):
             sys.stdout.write(lab_table(lines))
             return 0
         if a.cmd == "table":
-            run, parts = read_run(a.folder)
+            run, parts = read_run(a.folders)
             # The run's own ceiling part (catalog_bench.sh PART=ceiling) unless another file is named.
-            own = os.path.join(a.folder, "ceiling.jsonl")
-            cpath = a.ceilings or (own if os.path.exists(own) else None)
+            own = [os.path.join(f, "ceiling.jsonl") for f in a.folders if os.path.exists(os.path.join(f, "ceiling.jsonl"))]
+            cpath = a.ceilings or (own[-1] if own else None)
             ceilings, where = read_ceilings(cpath) if cpath else (None, None)
             text, _ = render(run, rows_of(parts, ceilings=ceilings),
                              ceilings_from=("%s, %s" % (os.path.basename(cpath), where)) if cpath else None)

@@ -127,6 +127,56 @@ class Table(unittest.TestCase):
             with self.assertRaisesRegex(ct.TableError, "differ in catalog/solutions/k.py"):
                 ct.read_run(d, repo=repo)
 
+    def test_an_older_part_serves_the_newest_code_but_for_the_tasks_whose_sources_changed(self):
+        import subprocess
+        with tempfile.TemporaryDirectory() as repo, tempfile.TemporaryDirectory() as d1, \
+                tempfile.TemporaryDirectory() as d2:
+            def put(path, text):
+                os.makedirs(os.path.dirname(os.path.join(repo, path)), exist_ok=True)
+                with open(os.path.join(repo, path), "w") as f:
+                    f.write(text)
+
+            def commit(msg):
+                subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
+                subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", msg],
+                               check=True)
+                return subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                      check=True).stdout.strip()
+            subprocess.run(["git", "init", "-q", repo], check=True)
+            for t in ("softmax", "topk-logits"):
+                put("catalog/tasks/%s/task.json" % t, "{}")
+                for root in ("kernel_data", "solutions/gpu"):
+                    put("catalog/%s/h200/%s_eager/.kernel_package/desc.yaml" % (root, t),
+                        "reference_sources:\n  - kind: task\n    ref: %s\n" % t)
+                    put("catalog/%s/h200/%s_eager/src/k.py" % (root, t), "v1")
+            put("judge/j.py", "v1")
+            a = commit("a")
+            put("catalog/solutions/gpu/h200/topk-logits_eager/src/k.py", "v2")  # a new top-k solution
+            b = commit("b")
+
+            def rec(kind, task, us):
+                return {"kind": kind, "task": task, "shape_index": 0, {"ncu": "ncu_us"}.get(kind, "judge_us"): us}
+            write_part(d1, "eager", a, [rec("eager", "softmax", 900.0), rec("eager", "topk-logits", 10000.0)])
+            write_part(d1, "solutions", a, [rec("solutions", "softmax", 516.0), rec("solutions", "topk-logits", 809.0)])
+            write_part(d1, "ncu", a, [rec("ncu", "softmax", 515.0), rec("ncu", "topk-logits", 801.0)])
+            write_part(d2, "solutions", b, [rec("solutions", "topk-logits", 479.0)])
+            run, parts = ct.read_run([d1, d2], repo=repo)
+            got = {(k, r["task"]): r.get("judge_us", r.get("ncu_us")) for k, rs in parts.items() for r in rs}
+            # the top-k solution's old grade is replaced, its old ncu figure dropped; the rest serves
+            self.assertEqual(got, {("eager", "softmax"): 900.0, ("eager", "topk-logits"): 10000.0,
+                                   ("solutions", "softmax"): 516.0, ("solutions", "topk-logits"): 479.0,
+                                   ("ncu", "softmax"): 515.0})
+            self.assertEqual(run["stale"], ["ncu topk-logits shape 0 (measured at %s; its sources changed since)" % a[:12]])
+            self.assertIn("the same measured code (%s's)" % b[:12], run["commit"])
+            text, _ = ct.render(run, ct.rows_of(parts))
+            self.assertIn("- ncu topk-logits shape 0 (measured at", text)
+            # a change every task runs on (the judge) refuses the older files
+            put("judge/j.py", "v2")
+            c = commit("c")
+            write_part(d2, "ncu", c, [rec("ncu", "topk-logits", 489.0)])
+            with self.assertRaisesRegex(ct.TableError, "differ in judge/j.py"):
+                ct.read_run([d1, d2], repo=repo)
+
     def test_a_part_without_its_run_line_is_refused(self):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "eager.jsonl"), "w") as f:
@@ -282,7 +332,8 @@ class Ceilings(unittest.TestCase):
             with open(out, "w") as f:
                 f.write("<!-- catalog_table begin -->\n<!-- catalog_table end -->\n")
             self.assertEqual(ct.main(["table", d, "--write", out]), 0)
-            text = open(out).read()
+            with open(out) as f:
+                text = f.read()
         self.assertIn("(beyond the ceiling, 504.5)", text)
         self.assertIn("ceiling.jsonl, NVIDIA H200, torch 2.11", text)
 
