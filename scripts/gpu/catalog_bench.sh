@@ -18,8 +18,9 @@
 #                   the targets beyond it. The machine's figures, not the packages': any commit's serve.
 #   PART=ncu        each GPU solution's kernels under Nsight Compute: gpu__time_duration summed per call over
 #                   NCU_CALLS calls (ncu_eager.py, ncu_sum.py), the ground truth the judge's figure is read against.
-# The table comes from the five parts' .jsonl files of one commit gathered in one folder:
-#   python3 scripts/gpu/catalog_table.py table FOLDER
+# The table comes from the parts' .jsonl files gathered in one folder or several (older commits' parts serve
+# where nothing they measured changed since: catalog_table.py read_run):
+#   python3 scripts/gpu/catalog_table.py table FOLDER [FOLDER ...]
 # Every step is bounded by its own timeout and by the call's deadline (DEADLINE_S, default 520 s): a step that
 # would outrun it is skipped and PART.txt names it with the call that finishes the part (TASKS=...). A task
 # that fails never stops the others.
