@@ -174,22 +174,28 @@ def tolerance_record(task, task_json, cal_json, fast_json):
     return r
 
 
-def read_part(path):
-    """(run header, records) of a part's .jsonl."""
-    run, recs = None, []
+def json_lines(path, what):
+    """(line number, object) of each non-blank line of a JSON-lines file; `what` names the file's writer
+    in the error a malformed line gets."""
     with open(path) as f:
         for n, line in enumerate(f, 1):
             line = line.strip()
             if not line:
                 continue
             try:
-                d = json.loads(line)
+                yield n, json.loads(line)
             except ValueError as e:
-                raise TableError("%s:%d: not a JSON line (%s); each line of a part's file is one JSON object" % (path, n, e))
-            if "run" in d:
-                run = d["run"]
-            else:
-                recs.append(d)
+                raise TableError("%s:%d: not a JSON line (%s); %s" % (path, n, e, what))
+
+
+def read_part(path):
+    """(run header, records) of a part's .jsonl."""
+    run, recs = None, []
+    for _, d in json_lines(path, "each line of a part's file is one JSON object"):
+        if "run" in d:
+            run = d["run"]
+        else:
+            recs.append(d)
     if run is None:
         raise TableError("%s: no `run` line (commit, GPU, torch): was it written by catalog_bench.sh? "
                          "Its first line must be {\"run\": {\"commit\": ...}}" % path)
@@ -340,21 +346,13 @@ def read_ceilings(path):
     --json lines: the fastest any probe kernel moved the task's bytes on that GPU. They are the
     machine's figures, not the packages', so they may come from another commit than the parts."""
     out, where = {}, set()
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                d = json.loads(line)
-            except ValueError as e:
-                raise TableError("%s:%d: not a JSON line (%s); the file is ceiling.py's --json output" % (path, n, e))
-            if d.get("error") or d.get("ceiling_us") is None:
-                continue  # a task the probe could not measure: its rows get no ceiling
-            if not isinstance(d.get("task"), str) or not isinstance(d.get("shape_index"), int):
-                raise TableError("%s:%d: a ceiling needs `task` and `shape_index` (ceiling.py writes both)" % (path, n))
-            out[(d["task"], d["shape_index"])] = float(d["ceiling_us"])
-            where.add("%s, torch %s" % (d.get("device", "?"), d.get("torch", "?")))
+    for n, d in json_lines(path, "the file is ceiling.py's --json output"):
+        if d.get("error") or d.get("ceiling_us") is None:
+            continue  # a task the probe could not measure, or a run line: its rows get no ceiling
+        if not isinstance(d.get("task"), str) or not isinstance(d.get("shape_index"), int):
+            raise TableError("%s:%d: a ceiling needs `task` and `shape_index` (ceiling.py writes both)" % (path, n))
+        out[(d["task"], d["shape_index"])] = float(d["ceiling_us"])
+        where.add("%s, torch %s" % (d.get("device", "?"), d.get("torch", "?")))
     if not out:
         raise TableError("%s: no ceiling in it; run `python3 scripts/gpu/ceiling.py --json FILE catalog/tasks/...` "
                          "on the GPU" % path)

@@ -36,6 +36,21 @@ def l2_buffer():
     return torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32, device="cuda")
 
 
+def sleep_cycles_per_us():
+    """torch.cuda._sleep's cycles per microsecond on this GPU now, to size a pad or a probe's busy
+    kernel. Timed twice after a warm-up spin (the first runs at the idle clock); the faster."""
+    import torch
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    rates = []
+    for cycles in (1_000_000, 4_000_000, 4_000_000):
+        a.record()
+        torch.cuda._sleep(cycles)
+        b.record()
+        b.synchronize()
+        rates.append(cycles / (a.elapsed_time(b) * 1e3))
+    return max(rates[1:])
+
+
 def timed_call(fn, args, flush=None, end_after_sync=False, tail=None, pad_cycles=0):
     """(microseconds, result) of one call between CUDA events, after a device sync and `flush`.
     The window ends on the call's stream, or with end_after_sync after a device-wide sync

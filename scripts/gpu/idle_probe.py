@@ -27,28 +27,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from eager_package import from_argv, l2_buffer  # noqa: E402
+from eager_package import from_argv, l2_buffer, sleep_cycles_per_us  # noqa: E402
 
 MODES = (("busy", 0.0, 250), ("idle2", 0.002, 250), ("idle2-pad2", 0.002, 2000),
          ("idle20", 0.020, 250), ("idle2-nopad", 0.002, 0))
 
 
-def sleep_rate():
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    rates = []
-    for cycles in (1_000_000, 4_000_000, 4_000_000):
-        a.record()
-        torch.cuda._sleep(cycles)
-        b.record()
-        b.synchronize()
-        rates.append(cycles / (a.elapsed_time(b) * 1e3))
-    return max(rates[1:])
-
-
 def main():
     _, dims, fn, sets, calls = from_argv(40, 5000, 4)
     flush = l2_buffer()
-    rate = sleep_rate()
+    rate = sleep_cycles_per_us()
     for s in sets[:2]:
         fn(*s)
     times = {m[0]: [] for m in MODES}

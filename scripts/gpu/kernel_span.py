@@ -202,16 +202,9 @@ def main():
     ap.add_argument("packages", nargs="+", help="TASK_JSON:SRC_DIR")
     a = ap.parse_args()
     import torch
-    from eager_package import load
+    from eager_package import load, sleep_cycles_per_us
     from kzoo_judge import inputs
-    pad_cycles = 0
-    if a.pad_us:  # torch.cuda._sleep's cycles per us, timed as sync_probe.py does
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        torch.cuda._sleep(10_000_000)
-        e.record()
-        torch.cuda.synchronize()
-        pad_cycles = int(a.pad_us * 10_000_000 / (s.elapsed_time(e) * 1e3))
+    pad_cycles = int(a.pad_us * sleep_cycles_per_us()) if a.pad_us else 0
     lines = []
     for spec in a.packages:
         task_path, src_dir = spec.split(":", 1)

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from eager_package import load  # noqa: E402
+from eager_package import load, sleep_cycles_per_us  # noqa: E402
 from kzoo_judge import inputs  # noqa: E402
 
 
@@ -42,14 +42,8 @@ def main():
     calls = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     task, name, _, fn = load(task_path, src_dir, 0)
     _, workload = task.workload(None)
-    warm_cycles = 0
-    if float(os.environ.get("WARM_US", "0")) > 0:  # cycles of torch.cuda._sleep per microsecond, measured
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        torch.cuda._sleep(4_000_000)
-        b.record()
-        b.synchronize()
-        warm_cycles = int(float(os.environ["WARM_US"]) * 4_000_000 / (a.elapsed_time(b) * 1e3))
+    warm_us = float(os.environ.get("WARM_US", "0"))
+    warm_cycles = int(warm_us * sleep_cycles_per_us()) if warm_us > 0 else 0
     for index, shape in enumerate(workload["graded"]):
         dims = task.bind(workload, shape)
         sets = [inputs.make_inputs(task, dims, 1000 * (index + 1) + i, "cuda") for i in range(calls + 2)]

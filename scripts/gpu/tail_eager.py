@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from eager_package import from_argv, l2_buffer  # noqa: E402
+from eager_package import from_argv, l2_buffer, sleep_cycles_per_us  # noqa: E402
 
 
 def main():
@@ -45,8 +45,7 @@ def main():
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     a.record(); fn(*sets[0]); b.record(); b.synchronize()
     call_ms = a.elapsed_time(b)
-    a.record(); torch.cuda._sleep(10_000_000); b.record(); b.synchronize()
-    cycles = int(10_000_000 * call_ms / a.elapsed_time(b))
+    cycles = int(call_ms * 1e3 * sleep_cycles_per_us())
 
     bodies = {
         "trivial": lambda args: [torch.empty(s, dtype=d, device="cuda") for s, d in out_specs],

@@ -29,6 +29,26 @@ def write_part(folder, part, commit, records):
             f.write(json.dumps(r) + "\n")
 
 
+class GitRepo:
+    """A throwaway git repository: put() writes files, commit() commits them all and returns the hash."""
+
+    def __init__(self, path):
+        import subprocess
+        self.path, self.run = path, subprocess.run
+        self.run(["git", "init", "-q", path], check=True)
+
+    def put(self, path, text):
+        os.makedirs(os.path.dirname(os.path.join(self.path, path)), exist_ok=True)
+        with open(os.path.join(self.path, path), "w") as f:
+            f.write(text)
+
+    def commit(self, msg):
+        self.run(["git", "-C", self.path, "add", "-A"], check=True)
+        self.run(["git", "-C", self.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", msg], check=True)
+        return self.run(["git", "-C", self.path, "rev-parse", "HEAD"], capture_output=True, text=True,
+                        check=True).stdout.strip()
+
+
 class Table(unittest.TestCase):
     def test_the_9c5f355_run_gives_its_published_figures(self):
         # shared/gpu-runs/2026-12-01-main-9c5f355.md: 4 of 12 met, 16.5x over eager by ncu.
@@ -100,18 +120,12 @@ class Table(unittest.TestCase):
             self.assertEqual(run["parts"], ["compile"])
 
     def test_commits_that_differ_only_in_the_measuring_scripts_make_one_table(self):
-        import subprocess
         with tempfile.TemporaryDirectory() as repo, tempfile.TemporaryDirectory() as d:
+            g = GitRepo(repo)
+
             def commit(path, text):
-                os.makedirs(os.path.dirname(os.path.join(repo, path)), exist_ok=True)
-                with open(os.path.join(repo, path), "w") as f:
-                    f.write(text)
-                subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
-                subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", path],
-                               check=True)
-                return subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True,
-                                      check=True).stdout.strip()
-            subprocess.run(["git", "init", "-q", repo], check=True)
+                g.put(path, text)
+                return g.commit(path)
             a = commit("catalog/solutions/k.py", "v1")
             b = commit("scripts/gpu/catalog_bench.sh", "fixed")
             c = commit("catalog/solutions/k.py", "v2")
@@ -128,21 +142,10 @@ class Table(unittest.TestCase):
                 ct.read_run(d, repo=repo)
 
     def test_an_older_part_serves_the_newest_code_but_for_the_tasks_whose_sources_changed(self):
-        import subprocess
         with tempfile.TemporaryDirectory() as repo, tempfile.TemporaryDirectory() as d1, \
                 tempfile.TemporaryDirectory() as d2:
-            def put(path, text):
-                os.makedirs(os.path.dirname(os.path.join(repo, path)), exist_ok=True)
-                with open(os.path.join(repo, path), "w") as f:
-                    f.write(text)
-
-            def commit(msg):
-                subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
-                subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", msg],
-                               check=True)
-                return subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True,
-                                      check=True).stdout.strip()
-            subprocess.run(["git", "init", "-q", repo], check=True)
+            g = GitRepo(repo)
+            put, commit = g.put, g.commit
             for t in ("softmax", "topk-logits"):
                 put("catalog/tasks/%s/task.json" % t, "{}")
                 for root in ("kernel_data", "solutions/gpu"):
