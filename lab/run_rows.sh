@@ -6,14 +6,15 @@
 # and the board's elementwise bound) and timed at every graded shape beside the eager package.
 # Each task runs in its own process, so a fault in one cannot spoil the rest.
 # Run from the repository root. Everything goes to ${OUT:-/tmp/out}/rows/.
-# Wall budget ~500 s with every group (session 22: top-k 200 s + its adversarial rows 60 s,
-# layernorm 46 s, rmsnorm-residual 44 s, silu-and-mul 150 s; LAB_GROUPS picks groups, TOPK the
-# top-k candidates): each group has a hard timeout (its --deadline-s, counted from the task's
+# Wall budget ~470 s with every group at most (top-k 200 s + its adversarial rows 60 s, layernorm
+# 46 s, rmsnorm-residual 44 s, silu-and-mul 120 s; the top-k slot needs far less with no candidate;
+# LAB_GROUPS picks groups, TOPK the top-k candidates): each group has a hard timeout (its --deadline-s, counted from the task's
 # own start after torch's import, stops new work ~10 s before it). Earlier: topk-logits 80 s,
 # layernorm 46 s, rmsnorm-residual 44 s (round 3 took 100 s for 3 + 4 + 4 sources; round 4's
 # layernorm 19 s for 3 sources, rmsnorm 10 s for 1).
-# Round 8 (session 22): top-k's cuda2 and cuda3 beside cuda1 and the solution (slot 200 s: four
-# sources, three nvcc builds of ~30 s); LAB_GROUPS="topk-logits ..." runs only those groups (bash owns GROUPS).
+# Round 8 (session 22): top-k's cuda2 and cuda3 beside cuda1 and the solution; cuda2 became the
+# solution, and the round's sources left the tree (b438c55:lab/topk-logits/cuda{1,2,3}).
+# LAB_GROUPS="topk-logits ..." runs only those groups (bash owns GROUPS).
 # Round 5 (lab/<task>/NOTES.md, "Round 5"): layernorm's pipe and lean, rmsnorm-residual's
 # persist, pipe and lean, each beside its solution. Round 6: topk-logits' rowfuse beside its
 # solution (two sources in the 80 s slot, as round 3 ran three).
@@ -33,12 +34,11 @@ run() { case "$LAB_GROUPS" in *" $1 "*) return 0 ;; esac; echo "$1 not run (LAB_
 #    one segment a row), then round 6's rowfuse (lab/topk-logits/NOTES.md, "Round 6": pass 2
 #    fused into pass 1's program at one segment a row). The solution first, so that a
 #    deadline stop loses the candidate, not the reference.
-#    Round 7 (session 21): cuda1, one CTA a row in CUDA C++ (its extension built in the slot, ~30 s).
-#    Round 8 (session 22): cuda2 (cuda1 with cheaper per-row phases) and cuda3 (cuda2 persistent,
-#    rows streamed through a ring of bulk copies); lab/topk-logits/pick.py names the winner.
-#    TOPK="cuda2 cuda3" TOPK_SLOT=150 picks the candidates and the slot (s).
+#    Rounds 7 and 8 (sessions 21-22): cuda1, cuda2 (now the solution) and cuda3; no open candidate.
+#    TOPK="NAME ..." (folders under lab/topk-logits/) adds candidates, TOPK_SLOT the slot (s);
+#    lab/topk-logits/pick.py names the winner.
 if run topk-logits; then
-CANDS=""; for c in ${TOPK:-cuda1 cuda2 cuda3}; do CANDS="$CANDS $L/topk-logits/$c"; done
+CANDS=""; for c in ${TOPK:-}; do CANDS="$CANDS $L/topk-logits/$c"; done
 SLOT=${TOPK_SLOT:-200}
 timeout -k 3 "$SLOT" "$PY" scripts/gpu/catalog_helper.py lab $T/topk-logits \
   $S/sampling/topk/fp32/topk_logits_eager/src $CANDS \
@@ -69,13 +69,13 @@ timeout -k 3 44 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
 echo "rmsnorm-residual rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
 
-# 4. silu-and-mul: the solution (CUDA C++), round 1's flat (lab/silu-and-mul/NOTES.md: a 1-D grid
-#    over y's vectors, no idle half blocks; mixed in session 22) and round 2's flat1k (flat with
-#    torch.compile's 1024 elements a block). Three extensions built by nvcc in the slot (~30 s each).
+# 4. silu-and-mul: the solution (CUDA C++) and round 2's flat1k (lab/silu-and-mul/NOTES.md: round 1's
+#    flat, mixed in session 22 and gone from the tree, at torch.compile's 1024 elements a block).
+#    Two extensions built by nvcc in the slot (~30 s each).
 if run silu-and-mul; then
-timeout -k 3 150 "$PY" scripts/gpu/catalog_helper.py lab $T/silu-and-mul \
-  $S/activation/swiglu/bf16/silu_and_mul_eager/src $L/silu-and-mul/flat $L/silu-and-mul/flat1k \
-  --calls 20 --seeds 2 --deadline-s 138 >"$O/silu-and-mul.jsonl" 2>"$O/silu-and-mul.err"
+timeout -k 3 120 "$PY" scripts/gpu/catalog_helper.py lab $T/silu-and-mul \
+  $S/activation/swiglu/bf16/silu_and_mul_eager/src $L/silu-and-mul/flat1k \
+  --calls 20 --seeds 2 --deadline-s 108 >"$O/silu-and-mul.jsonl" 2>"$O/silu-and-mul.err"
 echo "silu-and-mul rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
 cat "$O/summary.txt"
