@@ -37,8 +37,10 @@ NCU_CALLS=${NCU_CALLS:-5}
 # to last with the idle gaps between them (a call of several kernels: docs/PERF.md, session 22).
 NCU_MODE=${NCU_MODE:-kernels}
 case "$NCU_MODE" in
-  kernels) NCU_REPLAY=""; NCU_SPLIT=--by-marker ;;
-  range) NCU_REPLAY=app-range; NCU_SPLIT=--ranges ;;
+  kernels) NCU_REPLAY=""; NCU_SPLIT=--by-marker; NCU_FROM="--profile-from-start off" ;;
+  # ncu 2025 refuses --profile-from-start under range replay ("not supported during range
+  # replay", session 23's first call); its ranges are the cudaProfilerStart/Stop pairs anyway.
+  range) NCU_REPLAY=app-range; NCU_SPLIT=--ranges; NCU_FROM="" ;;
   *) echo "fidelity.sh: NCU_MODE must be kernels or range (got '$NCU_MODE')" >&2; exit 2 ;;
 esac
 KINDS=${KINDS:-eager solution}
@@ -91,7 +93,7 @@ while read -r kind task dir; do
   t0=$(date +%s)
   grade "$name" "$dir" "$kind"
   if [[ " $REPEAT " == *" $task "* ]]; then grade "${name}_r2" "$dir" "$kind"; grade "${name}_r3" "$dir" "$kind"; fi
-  RANGE=$([ "$NCU_MODE" = range ] && echo 1 || echo 0) timeout 240 "$NCU" --profile-from-start off \
+  RANGE=$([ "$NCU_MODE" = range ] && echo 1 || echo 0) timeout 240 "$NCU" $NCU_FROM \
     --clock-control none --cache-control all ${NCU_REPLAY:+--replay-mode $NCU_REPLAY} \
     --metrics gpu__time_duration.sum --csv "$PY" scripts/gpu/ncu_package.py "catalog/tasks/$task/task.json" "$dir/src" \
     "$NCU_CALLS" > "$LOGS/ncu_$name.csv" 2> "$LOGS/ncu_$name.err"
