@@ -2,16 +2,16 @@
 # Issue 20's lab bench (lab/fp8-blockscale-gemm/NOTES.md): fp8-blockscale-gemm candidates, each
 # checked at every correctness and graded shape against the comparator and the board's
 # elementwise bound and timed at every graded shape (catalog_helper.py lab) beside the eager
-# baseline; "$SOL" is the catalog solution (round 8's epi, since 505b55e). Round 9's candidate
+# baseline; "$SOL" is the catalog solution (round 8's epi, since 505b55e). Round 9's candidates
 # (NOTES.md "Round 9"): pp, the solution with its two consumer warpgroups issuing their k-blocks'
-# wgmmas in a strict alternation, ordered by two named barriers (a new barrier protocol: a hang is
-# its likeliest failure), so it runs in a step of its own, beside the solution (same process, same
-# machine state), after a step that times the solution alone: a hang costs only the pp step's
-# lines. Rounds 6-8's variants are at 8ad2022:lab/fp8-blockscale-gemm/ (cuda1, cuda1p128, n192,
+# wgmmas in a strict alternation, ordered by two named barriers, and pps, pp with each tile's first
+# scales loaded a tile ahead. Both carry a new barrier protocol (a hang is its likeliest failure),
+# so they run in a step of their own after the step that times the solution alone: a hang costs
+# only the pp step's lines (both eager figures are the drift reference between the two steps). Rounds 6-8's variants are at 8ad2022:lab/fp8-blockscale-gemm/ (cuda1, cuda1p128, n192,
 # m192w3, n192mc) and at cdfc0b2:lab/fp8-blockscale-gemm/ (ws3, epi).
 # Run from the repository root on the H200; output under "${OUT:-/tmp/out}/gemm/". Two steps:
-# main (the solution: --deadline-s 36 stops new work, timeout 50 s kills it) and pp (the solution
-# and pp: deadline 64 s, timeout 80 s); under 150 s of wall time in all.
+# main (the solution: --deadline-s 36 stops new work, timeout 50 s kills it) and pp (pp and pps:
+# deadline 64 s, timeout 80 s); under 150 s of wall time in all.
 set -u
 PY="${KZOO_PYTHON:-python3}"
 DEST="${OUT:-/tmp/out}/gemm"
@@ -31,5 +31,5 @@ step() {  # step TAG DEADLINE TIMEOUT SRC...
     tail -n 30 "$DEST/$name.$tag.stderr"
 }
 step main 36 50 "$SOL"
-step pp 64 80 "$SOL" "$FP8/pp"
+step pp 64 80 "$FP8/pp" "$FP8/pps"
 echo "total $(( $(date +%s) - T0 )) s" | tee "$DEST/total.txt"

@@ -1,9 +1,11 @@
-# CPU emulation of round 9's `pp` (NOTES.md "Round 9"), run with /usr/bin/python3 from the
-# repository root (no torch needed; ~1 min on one core). Two checks:
+# CPU emulation of round 9's `pp` and `pps` (NOTES.md "Round 9"; pps = pp + a tile's first scales
+# loaded a tile ahead: same walk and protocol, plus check 1b), run with /usr/bin/python3 from the
+# repository root (no torch needed; under a second). Checks:
 # 1. The persistent walk (128x192 tiles, grid = min(tiles, 132), bands of 16 tile rows, the
 #    kernel's tile_coords) computes every tile exactly once at every correctness, measure and
 #    graded shape of task.json, ragged ones included (K % 16 != 0 shapes take the fallback on the
 #    device, but are walked here too).
+# 1b. pps's scale prefetch targets exactly the tiles the CTA walks next, in order, each once.
 # 2. The barrier protocol, replayed as the kernel's three roles (the producer thread, consumer
 #    warpgroups 0 and 1, each as one agent: its four warps take the same path) under random
 #    interleavings: the ring's full/empty mbarriers (try_wait.parity semantics: a wait on parity P
@@ -199,6 +201,20 @@ def main():
         ok, grid, tmax, tmin = coverage(M, N)
         bad += not ok
         print("coverage extra       %5d %5d %5d: %s (grid %d, tiles per CTA %d..%d)" % (M, N, K, "ok" if ok else "FAIL", grid, tmax, tmin))
+    # pps: the first K block's scales of the tile to come are loaded before the loop for the CTA's
+    # first tile and at the end of each tile for tile t + gridDim.x when that is < tiles: the
+    # tiles prefetched must be exactly the tiles walked, in order, each once.
+    for kind, (M, N, K) in shapes:
+        tiles_m, tiles_n = -(-M // BM), -(-N // BN)
+        tiles = tiles_m * tiles_n
+        grid = min(tiles, SMS)
+        okp = True
+        for c in range(grid):
+            walked = list(range(c, tiles, grid))
+            pre = ([c] if c < tiles else []) + [t + grid for t in walked if t + grid < tiles]
+            okp &= pre == walked
+        bad += not okp
+        print("pps prefetch %-11s %5d %5d %5d: %s" % (kind, M, N, K, "ok" if okp else "FAIL"))
     # The protocol: per shape, the CTAs with the most and the fewest tiles, several interleavings
     # (graded shapes: their largest CTA's 21 x 64 = 1344 / 42 x 32 stages, 2 seeds each).
     for kind, (M, N, K) in shapes:
