@@ -7,7 +7,8 @@
 #    device, but are walked here too).
 # 1b. pps's scale prefetch targets exactly the tiles the CTA walks next, in order, each once.
 # 2. The barrier protocol, replayed as the kernel's three roles (the producer thread, consumer
-#    warpgroups 0 and 1, each as one agent: its four warps take the same path) under random
+#    warpgroups 0 and 1: each as one agent, and again with each of its four warps an agent of its
+#    own, the named barriers counting warps and each sub-partition's tensor pipe a FIFO) under random
 #    interleavings: the ring's full/empty mbarriers (try_wait.parity semantics: a wait on parity P
 #    passes once the barrier's current phase parity differs from P; the full barrier's phase
 #    completes when its TMA bytes land, an asynchronous event), the pingpong's named barriers 3
@@ -74,86 +75,91 @@ class MBar:
 
 
 class NamedBar:
-    """Hardware named barrier of 256 threads; warpgroups of 128 threads arrive or sync."""
+    """Hardware named barrier of 256 threads; each participant (a warpgroup of 128 threads, or a
+    warp of 32 when warps are replayed apart) adds its threads by bar.arrive or bar.sync."""
 
-    def __init__(self, name):
-        self.name, self.arrived, self.generation = name, [], 0
+    def __init__(self, name, need):
+        self.name, self.need, self.arrived, self.generation = name, need, [], 0
 
-    def arrive(self, wg):
-        if wg in self.arrived:
-            raise ProtocolError("warpgroup %d arrived twice on barrier %s in one phase" % (wg, self.name))
-        self.arrived.append(wg)
-        if len(self.arrived) == 2:
+    def arrive(self, who):
+        if who in self.arrived:
+            raise ProtocolError("%s arrived twice on barrier %s in one phase" % (who, self.name))
+        self.arrived.append(who)
+        if len(self.arrived) == self.need:
             self.arrived, self.generation = [], self.generation + 1
         return self.generation
 
 
-def run_cta(ntiles, nkb, seed, mode="pp"):
-    """Replays one CTA (ntiles tiles of nkb K blocks each); mode pp (the kernel), or a broken one."""
+def run_cta(ntiles, nkb, seed, mode="pp", wpg=1):
+    """Replays one CTA (ntiles tiles of nkb K blocks each); mode pp (the kernel), or a broken one.
+    wpg = 1: each consumer warpgroup one agent; wpg = 4: each of its four warps an agent of its own
+    (the hardware counts threads, not warpgroups), warp w issuing into sub-partition w's tensor
+    pipe, where WG0's and WG1's warp w meet."""
     rng = random.Random(seed)
+    per = 4 // wpg                       # warps an agent stands for
     full = [MBar(1) for _ in range(STAGES)]
     empty = [MBar(8) for _ in range(STAGES)]
     content = [None] * STAGES           # global stage index whose K block sits in stage s
-    readers_done = [set() for _ in range(STAGES)]  # warpgroups whose wait on the content completed
-    bars = {3: NamedBar(3), 4: NamedBar(4)}
+    readers_done = [set() for _ in range(STAGES)]  # agents whose wait on the content completed
+    bars = {3: NamedBar(3, 2 * wpg), 4: NamedBar(4, 2 * wpg)}
     asyncq = []                          # pending TMA completions (stage, g)
-    tensor = []                          # FIFO of issued chains (wg, g) not yet complete
+    tensor = [[] for _ in range(wpg)]    # per sub-partition: FIFO of issued chains (wg, g)
     done_chains = set()
-    issue_order = []
+    issue_order = [[] for _ in range(wpg)]
     total = ntiles * nkb
 
     def producer():
         for g in range(total):
             s, rnd = g % STAGES, g // STAGES
             yield lambda: empty[s].passes((rnd & 1) ^ 1)
-            if content[s] is not None and readers_done[s] != {0, 1}:
+            if content[s] is not None and len(readers_done[s]) != 2 * wpg:
                 raise ProtocolError("stage %d refilled before both warpgroups read global stage %d" % (s, content[s]))
             # arrive.expect_tx + the two loads: the full phase completes when the bytes land
             asyncq.append((s, g))
 
-    def consumer(cw):
+    def sync(bid, who):
+        gen0 = bars[bid].generation
+        if bars[bid].arrive(who) == gen0:  # not the last to come: wait for the phase to complete
+            yield lambda j=gen0, b=bid: bars[b].generation > j
+
+    def consumer(cw, w):
+        who = (cw, w)
         for g in range(total):
             s = g % STAGES
             if mode != "none" and (cw == 1 or g > 0 or mode == "wait_first"):
-                bid = 4 if cw == 0 else 3
-                gen0 = bars[bid].generation
-                gen = bars[bid].arrive(cw)
-                joined = gen0 if gen == gen0 else None  # None: our arrival completed the phase
-                if joined is not None:
-                    yield lambda j=joined, b=bid: bars[b].generation > j
+                yield from sync(4 if cw == 0 else 3, who)
             yield lambda s=s, g=g: full[s].passes((g // STAGES) & 1)
             if content[s] != g:
-                raise ProtocolError("WG%d read stage %d holding %r, expected global stage %d" % (cw, s, content[s], g))
-            tensor.append((cw, g))
-            issue_order.append((cw, g))
+                raise ProtocolError("WG%d warp %d read stage %d holding %r, expected global stage %d"
+                                    % (cw, w, s, content[s], g))
+            tensor[w].append((cw, g))
+            issue_order[w].append((cw, g))
             if mode != "none":
-                bars[3 if cw == 0 else 4].arrive(cw)  # bar.arrive: no wait
+                bars[3 if cw == 0 else 4].arrive(who)  # bar.arrive: no wait
             if mode == "early_empty":
-                empty[s].arrive(4)
-            yield lambda c=cw, g=g: (c, g) in done_chains  # wgmma.wait_group 0
-            readers_done[s].add(cw)
+                empty[s].arrive(per)
+            yield lambda c=cw, w=w, g=g: (c, w, g) in done_chains  # wgmma.wait_group 0
+            readers_done[s].add(who)
             if mode != "early_empty":
-                empty[s].arrive(4)
+                empty[s].arrive(per)  # lane 0 of each warp
             # promotion, and after a tile's last stage the epilogue: local work, no barrier of
             # the protocol (the epilogue's bar.sync 1/2 are per warpgroup)
         if mode in ("pp", "early_empty") and cw == 0 and total > 0:
-            bid = 4
-            gen0 = bars[bid].generation
-            gen = bars[bid].arrive(cw)
-            if gen == gen0:
-                yield lambda j=gen0: bars[bid].generation > j
+            yield from sync(4, who)
 
-    agents = {"P": producer(), "C0": consumer(0), "C1": consumer(1)}
+    agents = {"P": producer()}
+    for cw in (0, 1):
+        for w in range(wpg):
+            agents["C%d.%d" % (cw, w)] = consumer(cw, w)
     conds = {k: (lambda: True) for k in agents}
     finished = set()
     steps = 0
-    while len(finished) < len(agents) or asyncq or tensor:
+    while len(finished) < len(agents) or asyncq or any(tensor):
         runnable = [k for k in agents if k not in finished and conds[k]()]
         events = []
         if asyncq:
             events.append("tma")
-        if tensor:
-            events.append("tensor")
+        events += [("tensor", j) for j in range(wpg) if tensor[j]]
         choices = runnable + events
         if not choices:
             raise ProtocolError("deadlock: %s waiting" % sorted(set(agents) - finished))
@@ -166,8 +172,9 @@ def run_cta(ntiles, nkb, seed, mode="pp"):
             readers_done[s] = set()
             full[s].phase += 1
             full[s].pending = full[s].count
-        elif c == "tensor":
-            done_chains.add(tensor.pop(0))  # the pipe completes chains in issue order
+        elif isinstance(c, tuple):
+            cw, g = tensor[c[1]].pop(0)  # a sub-partition's pipe completes chains in issue order
+            done_chains.add((cw, c[1], g))
         else:
             try:
                 conds[c] = next(agents[c])
@@ -177,9 +184,11 @@ def run_cta(ntiles, nkb, seed, mode="pp"):
     if pending:
         raise ProtocolError("named-barrier arrivals pending at exit: %s" % pending)
     want = [(cw, g) for g in range(total) for cw in (0, 1)]
-    if issue_order != want:
-        i = next(i for i, (a, b) in enumerate(zip(issue_order, want)) if a != b)
-        raise ProtocolError("tensor-pipe order broken at %d: %s, expected %s" % (i, issue_order[i], want[i]))
+    for j in range(wpg):
+        if issue_order[j] != want:
+            i = next(i for i, (x, y) in enumerate(zip(issue_order[j], want)) if x != y)
+            raise ProtocolError("tensor-pipe order broken at %d (sub-partition %d): %s, expected %s"
+                                % (i, j, issue_order[j][i], want[i]))
     return steps
 
 
@@ -226,17 +235,20 @@ def main():
         try:
             for nt in counts:
                 for seed in range(seeds):
-                    run_cta(nt, nkb, seed)
-                    n += 1
-            print("protocol %-11s %5d %5d %5d: ok (%d replays, tiles per CTA %s)" % (kind, M, N, K, n, counts))
+                    for wpg in (1, 4):
+                        run_cta(nt, nkb, seed, wpg=wpg)
+                        n += 1
+            print("protocol %-11s %5d %5d %5d: ok (%d replays, warpgroups and warps apart, tiles per CTA %s)"
+                  % (kind, M, N, K, n, counts))
         except ProtocolError as e:
             bad += 1
             print("protocol %-11s %5d %5d %5d: FAIL %s" % (kind, M, N, K, e))
     for nt, nkb in [(1, 1), (2, 3), (3, 5), (5, 2), (7, 9)]:
         try:
             for seed in range(200):
-                run_cta(nt, nkb, 1000 + seed)
-            print("protocol small CTA (%d tiles x %d K blocks): ok (200 replays)" % (nt, nkb))
+                run_cta(nt, nkb, 1000 + seed, wpg=1)
+                run_cta(nt, nkb, 2000 + seed, wpg=4)
+            print("protocol small CTA (%d tiles x %d K blocks): ok (200 + 200 replays)" % (nt, nkb))
         except ProtocolError as e:
             bad += 1
             print("protocol small CTA (%d tiles x %d K blocks): FAIL %s" % (nt, nkb, e))
@@ -244,15 +256,17 @@ def main():
     for mode, what in [("no_final", "no final token wait"), ("wait_first", "WG0 waits before its first stage"),
                        ("none", "no tokens (the solution's order)"),
                        ("early_empty", "empty arrival before the wgmma wait")]:
-        caught = None
-        for seed in range(200):
-            try:
-                run_cta(3, 4, seed, mode=mode)
-            except ProtocolError as e:
-                caught = str(e)
-                break
-        print("broken protocol (%s): %s" % (what, ("caught: " + caught) if caught else "NOT CAUGHT"))
-        bad += caught is None
+        for wpg in (1, 4):
+            caught = None
+            for seed in range(200):
+                try:
+                    run_cta(3, 4, seed, mode=mode, wpg=wpg)
+                except ProtocolError as e:
+                    caught = str(e)
+                    break
+            print("broken protocol (%s; %s): %s" % (what, "warpgroups" if wpg == 1 else "warps apart",
+                                                    ("caught: " + caught) if caught else "NOT CAUGHT"))
+            bad += caught is None
     print("failures", bad)
     return 1 if bad else 0
 
