@@ -2,16 +2,16 @@
 # Issue 20's lab bench (lab/fp8-blockscale-gemm/NOTES.md): fp8-blockscale-gemm candidates, each
 # checked at every correctness and graded shape against the comparator and the board's
 # elementwise bound and timed at every graded shape (catalog_helper.py lab) beside the eager
-# baseline; "$SOL" is the catalog solution (round 7's n192, since fd0083a). Round 8's candidates
-# (NOTES.md "Round 8"): ws3 (192x192, three consumer warpgroups, two m64n96k32 chains a scale
-# block) and epi (the solution with a TMA-store epilogue); neither has a new mbarrier protocol
-# (epi adds only bulk async-groups and named barriers), so both share the main step with the
-# solution, as round 7's n192 and m192w3 did. Rounds 6 and 7's variants (cuda1, cuda1p128, n192,
-# m192w3, n192mc) are at 8ad2022:lab/fp8-blockscale-gemm/; a candidate with a new barrier protocol
-# (a hang is its likeliest failure) goes in a step of its own, as round 7's n192mc did
-# (`step mc 36 50 "$FP8/n192mc"`), so that a hang costs only its own lines.
-# Run from the repository root on the H200; output under "${OUT:-/tmp/out}/gemm/". One step:
-# --deadline-s 72 stops new work, timeout 88 s kills it; under 150 s of wall time in all.
+# baseline; "$SOL" is the catalog solution (round 8's epi, since 505b55e). Round 9's candidates
+# (NOTES.md "Round 9"): pp, the solution with its two consumer warpgroups issuing their k-blocks'
+# wgmmas in a strict alternation, ordered by two named barriers, and pps, pp with each tile's first
+# scales loaded a tile ahead. Both carry a new barrier protocol (a hang is its likeliest failure),
+# so they run in a step of their own after the step that times the solution alone: a hang costs
+# only the pp step's lines (both eager figures are the drift reference between the two steps). Rounds 6-8's variants are at 8ad2022:lab/fp8-blockscale-gemm/ (cuda1, cuda1p128, n192,
+# m192w3, n192mc) and at cdfc0b2:lab/fp8-blockscale-gemm/ (ws3, epi).
+# Run from the repository root on the H200; output under "${OUT:-/tmp/out}/gemm/". Two steps:
+# main (the solution: --deadline-s 36 stops new work, timeout 50 s kills it) and pp (pp and pps:
+# deadline 64 s, timeout 80 s); under 150 s of wall time in all.
 set -u
 PY="${KZOO_PYTHON:-python3}"
 DEST="${OUT:-/tmp/out}/gemm"
@@ -30,5 +30,6 @@ step() {  # step TAG DEADLINE TIMEOUT SRC...
     cat "$DEST/$name.$tag.jsonl"
     tail -n 30 "$DEST/$name.$tag.stderr"
 }
-step main 72 88 "$SOL" "$FP8/ws3" "$FP8/epi"
+step main 36 50 "$SOL"
+step pp 64 80 "$FP8/pp" "$FP8/pps"
 echo "total $(( $(date +%s) - T0 )) s" | tee "$DEST/total.txt"

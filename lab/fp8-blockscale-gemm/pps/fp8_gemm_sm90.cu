@@ -1,0 +1,455 @@
+// Block-scaled fp8 GEMM for sm_90a, lab round 9 `pps`: round 9's pp (below) with ONE change: a
+// tile's first K block of scales (two A rows' and the two B blocks' of this thread) is loaded at
+// the end of the previous tile's K loop, before its epilogue, instead of at the tile's top, so
+// their global-load latency (~0.5-1 us when they miss L1) runs under the epilogue rather than in
+// front of the tile's first promotion. Under pp's pingpong that latency otherwise sits on the
+// critical path once a tile: WG0's promotion + epilogue + scale loads must all end before it may
+// issue the next tile's first chain, while only WG1's last chain (~384 clocks) covers them.
+// Expected: pp's figure less 0.5-2% (more at the third graded shape: 42 tiles a CTA at K = 4096).
+//
+// pp: the solution (round 8's epi: 128x192 CTA
+// tile, two consumer warpgroups of 64x192, m64n192k32 wgmmas, promotion once per 128-deep scale
+// block, TMA-store epilogue) with ONE change: the two consumer warpgroups issue their stages'
+// wgmmas in a strict alternation (a pingpong of k-blocks, ordered by two named barriers).
+//
+// Hypothesis: in the solution each warpgroup issues its four wgmmas as soon as its previous
+// promotion is done and the stage is full; when both warpgroups issue at about the same time the
+// tensor cores interleave the two chains, both chains complete together, and both warpgroups then
+// wait + promote (96 FFMAs, the scale products, the next full wait) at the same time: the tensor
+// cores idle for that span once a stage. Here warpgroup 0 issues stage k, then lets warpgroup 1
+// issue stage k (token A), which then lets warpgroup 0 issue stage k+1 (token B), and so on across
+// tiles. The tensor pipe's queue then holds WG0(k), WG1(k), WG0(k+1), ... in that order: WG0's
+// chain completes a whole chain (~384 tensor clocks at n192 x 128-deep) before WG1's, and WG0's
+// wait/arrive/promotion/scale math (~150-250 clocks) runs under WG1's chain, WG0 re-issuing before
+// WG1's chain ends (CUTLASS's KernelTmaWarpSpecializedPingpong orders whole tiles' mainloops the
+// same way, with an ordered barrier; here the unit is one scale block, because each warpgroup's
+// promotion is what must hide). As a side effect the two warpgroups' epilogues fall half a stage
+// apart: each one's smem stores + TMA store run under the other's last/first chain.
+// Protocol (named barriers 3 = A "WG0 issued", 4 = B "WG1 issued", 256 threads each: one
+// warpgroup bar.arrive's, the other bar.sync's): WG0 before every stage but its first global one
+// bar.sync B, after its commit bar.arrive A; WG1 before every stage bar.sync A, after its commit
+// bar.arrive B; WG0 takes WG1's last token after its last tile (bar.sync B), so no arrival is left
+// pending at exit. Both warpgroups walk the same tiles and stages, so the counts match; a token
+// can never be arrived twice before it is taken (each arrive needs the other side's previous one).
+//
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef KZOO_PROMOTE
+#define KZOO_PROMOTE 128
+#endif
+#ifndef KZOO_STAGES
+#define KZOO_STAGES 4
+#endif
+
+namespace {
+
+constexpr int BM = 128, BN = 192, BK = 128;  // BK = the scale block: one A scale per stage
+constexpr int NACC = BN / 2;                  // accumulator registers a thread (64 x BN / 128)
+constexpr int STAGES = KZOO_STAGES;
+constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int THREADS = 384;                 // warpgroup 0: producer; 1, 2: consumers
+constexpr int CONSUMER_WARPS = 8;
+constexpr int GROUP_M = 16;                  // tile rows per band of the grouped order
+// Epilogue staging: per consumer warpgroup EPI_SLOTS boxes of 64 rows x 64 bf16 columns (128 B
+// rows, 128-byte swizzle, 1024-aligned), after the ring.
+constexpr int EPI_BOX = 64 * 64 * 2;
+constexpr int EPI_SLOTS = STAGES >= 5 ? 1 : 3;
+constexpr int EPI_BYTES = 2 * EPI_SLOTS * EPI_BOX;
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8 + 1024;  // + 1024: alignment
+static_assert(KZOO_PROMOTE == 128, "epi promotes once per scale block only (registers)");
+static_assert(SMEM_BYTES <= 232448, "shared memory");
+
+__device__ __forceinline__ uint32_t su32(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+// ---- mbarrier (PTX ISA 9.7.13.15) ----
+__device__ __forceinline__ void mbar_init(uint32_t b, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(b), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t b, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(b) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t b, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred p;\nWAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra WAIT_%=;\n}" ::"r"(b), "r"(parity) : "memory");
+}
+
+// ---- TMA: 2D tile load, completion counted in bytes on an mbarrier ----
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+      ::"r"(dst), "l"((uint64_t)map), "r"(bar), "r"(c0), "r"(c1) : "memory");
+}
+
+// ---- TMA store of a shared-memory box (bulk async-group completion, PTX ISA 9.7.9.25) ----
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+               ::"l"((uint64_t)map), "r"(src), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait0() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// The generic-proxy writes to shared memory made visible to the async proxy (TMA) that reads them.
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Named barrier of one consumer warpgroup (ids 1, 2; 0 is __syncthreads; 3, 4 the pingpong
+// tokens below); immediate ids, so ptxas reserves five barriers, not sixteen.
+__device__ __forceinline__ void wg_bar(int cw) {
+  if (cw == 0) asm volatile("bar.sync 1, 128;" ::: "memory");
+  else asm volatile("bar.sync 2, 128;" ::: "memory");
+}
+// The k-block pingpong's tokens (named barriers 3 and 4, 256 threads: both consumer warpgroups).
+// bar.arrive does not wait; bar.sync waits for the other warpgroup's arrival.
+__device__ __forceinline__ void token_arrive(int cw) {
+  if (cw == 0) asm volatile("bar.arrive 3, 256;" ::: "memory");
+  else asm volatile("bar.arrive 4, 256;" ::: "memory");
+}
+__device__ __forceinline__ void token_wait(int cw) {
+  if (cw == 0) asm volatile("bar.sync 4, 256;" ::: "memory");
+  else asm volatile("bar.sync 3, 256;" ::: "memory");
+}
+__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+// ---- wgmma ----
+// Shared-memory matrix descriptor, K-major operand with 128B swizzle: start address >> 4 in
+// bits 0-13, leading byte offset (unused for swizzled K-major; 1) in 16-29, stride byte
+// offset 1024 B (8 rows of 128 B) >> 4 in 32-45, layout 1 (SWIZZLE_128B) in 62-63. The ring's
+// stages are 1024-aligned, so the base offset (49-51) is 0; a k32 step inside the 128-byte
+// row is +32 B on the start address (as CUTLASS's descriptor iterator and DeepGEMM do).
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t saddr) {
+  return (uint64_t)((saddr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) |
+         ((uint64_t)1 << 62);
+}
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+// Tells the compiler the registers change here, so no read of them moves across a wgmma wait
+// (the asm statements of the wgmma write them "synchronously" as far as it knows).
+__device__ __forceinline__ void reg_fence(float (&d)[NACC]) {
+#pragma unroll
+  for (int i = 0; i < NACC; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// D[64x192] (+)= A[64x32] . B[192x32]^T, e4m3 x e4m3 -> f32; scale_d 0 starts from zero, so the
+// partial registers are never written by a non-wgmma instruction (ptxas would serialise).
+__device__ __forceinline__ void wgmma_n192(float (&d)[96], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95}, %96, %97, p, 1, 1;\n}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+
+// Tile t of the persistent walk -> (tile row, tile column): bands of GROUP_M tile rows, column
+// by column inside a band, so the SMs' concurrent tiles share A rows and B columns in L2.
+__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
+  const int width = GROUP_M * tiles_n;
+  const int first = (t / width) * GROUP_M;
+  const int rows = min(tiles_m - first, GROUP_M);
+  tm = first + (t % width) % rows;
+  tn = (t % width) / rows;
+}
+
+// Scale rows of a tile for this thread: its two A rows (rows past M read row M-1: their outputs
+// are not stored) and the two B scale blocks under the tile's 192 columns (past N's last block
+// read the last: those columns are not stored). Shared by the tile's K loop and the prefetch.
+__device__ __forceinline__ void scale_ptrs(int tm, int tn, int frag_row, int M, int nkb, int nbn,
+                                           const float* __restrict__ A_scale, const float* __restrict__ B_scale,
+                                           const float*& sa0, const float*& sa1, const float*& sbl,
+                                           const float*& sbh) {
+  const int r0 = tm * BM + frag_row;
+  sa0 = A_scale + (size_t)min(r0, M - 1) * nkb;
+  sa1 = A_scale + (size_t)min(r0 + 8, M - 1) * nkb;
+  const int blo = (tn * BN) / 128;
+  sbl = B_scale + (size_t)blo * nkb;
+  sbh = B_scale + (size_t)min(blo + 1, nbn - 1) * nkb;
+}
+// K block 0's four scales of tile t (for the tile after the current one).
+__device__ __forceinline__ void prefetch_first(int t, int tiles_m, int tiles_n, int frag_row, int M, int nkb, int nbn,
+                                               const float* __restrict__ A_scale,
+                                               const float* __restrict__ B_scale, float& a0, float& a1,
+                                               float& bl, float& bh) {
+  int tm, tn;
+  tile_coords(t, tiles_m, tiles_n, tm, tn);
+  const float *sa0, *sa1, *sbl, *sbh;
+  scale_ptrs(tm, tn, frag_row, M, nkb, nbn, A_scale, B_scale, sa0, sa1, sbl, sbh);
+  a0 = __ldg(sa0);
+  a1 = __ldg(sa1);
+  bl = __ldg(sbl);
+  bh = __ldg(sbh);
+}
+
+// Accumulator fragment of m64nNk32 (PTX ISA "wgmma register fragment D"): thread l of warp w
+// holds rows w*16 + l/4 (+8) and, for each n8 block i, columns i*8 + 2*(l%4) + {0,1}; d[4i..4i+1]
+// are the first row, d[4i+2..4i+3] the second. sc[c][h]: the scale product of row h (0, 1) and
+// column class c (0: n8 blocks 0-7, 1: 8-15, 2: 16-23).
+__device__ __forceinline__ void promote(float (&acc)[NACC], float (&p)[NACC], const float (&sc)[3][2]) {
+  reg_fence(p);  // after the wait that completed p's wgmmas
+#pragma unroll
+  for (int i = 0; i < NACC / 4; ++i) {
+    const int c = i / 8;
+    acc[4 * i + 0] = fmaf(p[4 * i + 0], sc[c][0], acc[4 * i + 0]);
+    acc[4 * i + 1] = fmaf(p[4 * i + 1], sc[c][0], acc[4 * i + 1]);
+    acc[4 * i + 2] = fmaf(p[4 * i + 2], sc[c][1], acc[4 * i + 2]);
+    acc[4 * i + 3] = fmaf(p[4 * i + 3], sc[c][1], acc[4 * i + 3]);
+  }
+}
+
+// One promotion group: four chained k32 wgmmas into p (one 128-deep stage), the first from zero.
+__device__ __forceinline__ void issue(float (&p)[NACC], uint64_t da, uint64_t db) {
+  wg_fence();
+#pragma unroll
+  for (int k = 0; k < BK / 32; ++k) wgmma_n192(p, da + 2 * k, db + 2 * k, k);
+  wg_commit();
+}
+
+__global__ void __launch_bounds__(THREADS, 1)
+fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                const __grid_constant__ CUtensorMap tmC, int tma_store,
+                const float* __restrict__ A_scale, const float* __restrict__ B_scale,
+                __nv_bfloat16* __restrict__ out, int M, int N, int K) {
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = su32(smem_raw);
+  const uint32_t base = (raw + 1023) & ~1023u;  // SW128 tiles need 1024-byte alignment
+  const uint32_t epi = base + STAGES * STAGE_BYTES;  // the epilogue's boxes
+  const uint32_t bar_full = epi + EPI_BYTES, bar_empty = bar_full + STAGES * 8;
+
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
+  const int nkb = (K + BK - 1) / BK;
+  const int wg = threadIdx.x / 128;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(bar_full + 8 * s, 1);                 // the producer's expect_tx arrival
+      mbar_init(bar_empty + 8 * s, CONSUMER_WARPS);   // one arrival per consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&tmA) : "memory");
+    asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&tmB) : "memory");
+    if (tma_store) asm volatile("prefetch.tensormap [%0];" ::"l"((uint64_t)&tmC) : "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // Producer: registers go to the consumers; one thread issues every TMA load.
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x != 0) return;
+    uint32_t it = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int tm, tn;
+      tile_coords(t, tiles_m, tiles_n, tm, tn);
+      for (int kb = 0; kb < nkb; ++kb, ++it) {
+        const uint32_t s = it % STAGES, round = it / STAGES;
+        mbar_wait(bar_empty + 8 * s, (round & 1) ^ 1);  // fresh barrier: parity 1 passes at once
+        mbar_expect_tx(bar_full + 8 * s, STAGE_BYTES);   // the full box counts, zero-filled or not
+        const uint32_t sa = base + s * STAGE_BYTES;
+        tma_load_2d(sa, &tmA, bar_full + 8 * s, kb * BK, tm * BM);
+        tma_load_2d(sa + A_BYTES, &tmB, bar_full + 8 * s, kb * BK, tn * BN);
+      }
+    }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+  const int cw = wg - 1;                 // consumer warpgroup: rows cw*64 .. +63 of the tile
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int frag_row = cw * 64 + warp * 16 + lane / 4;
+  const int nbn = (N + 127) / 128;       // B's scale blocks along N
+  float acc[NACC];
+  uint32_t it = 0;
+  // The first K block's scales of the tile to come: loaded here for the CTA's first tile, then at
+  // the end of each tile's K loop for the next (their latency under the epilogue).
+  float pa0 = 0.f, pa1 = 0.f, pbl = 0.f, pbh = 0.f;
+  if (blockIdx.x < tiles) prefetch_first(blockIdx.x, tiles_m, tiles_n, frag_row, M, nkb, nbn, A_scale, B_scale,
+                                          pa0, pa1, pbl, pbh);
+
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int tm, tn;
+    tile_coords(t, tiles_m, tiles_n, tm, tn);
+    const int r0 = tm * BM + frag_row;
+    const float *sa0, *sa1, *sbl, *sbh;
+    scale_ptrs(tm, tn, frag_row, M, nkb, nbn, A_scale, B_scale, sa0, sa1, sbl, sbh);
+    const bool mid_hi = (tn & 1) != 0;  // n8 blocks 8-15 lie in the upper block when tn is odd
+    float na0 = pa0, na1 = pa1, nbl = pbl, nbh = pbh;  // K block 0's, loaded a tile ahead (below)
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
+
+    // One stage (one 128-deep K block, one promotion) per iteration; the stage drains
+    // (wait_group 0) before its promotion (round 6: partials in flight across the back edge make
+    // ptxas serialise the wgmmas). Overlap comes from the other consumer warpgroup.
+    for (int kb = 0; kb < nkb; ++kb) {
+      const uint32_t st = (it + kb) % STAGES;
+      // Our turn: WG1 waits for WG0's issue of this stage, WG0 for WG1's issue of the previous one
+      // (none before WG0's first stage of the CTA).
+      if (cw == 1 || it + kb > 0) token_wait(cw);
+      mbar_wait(bar_full + 8 * st, ((it + kb) / STAGES) & 1);
+      float sc[3][2];
+      sc[0][0] = na0 * nbl;
+      sc[0][1] = na1 * nbl;
+      sc[2][0] = na0 * nbh;
+      sc[2][1] = na1 * nbh;
+      sc[1][0] = mid_hi ? sc[2][0] : sc[0][0];
+      sc[1][1] = mid_hi ? sc[2][1] : sc[0][1];
+      if (kb + 1 < nkb) {  // the next block's scales: their latency hides under this stage
+        na0 = __ldg(sa0 + kb + 1);
+        na1 = __ldg(sa1 + kb + 1);
+        nbl = __ldg(sbl + kb + 1);
+        nbh = __ldg(sbh + kb + 1);
+      }
+      const uint32_t sa = base + st * STAGE_BYTES;
+      const uint64_t da = sw128_desc(sa + cw * 64 * BK), db = sw128_desc(sa + A_BYTES);
+      float p0[NACC];
+      issue(p0, da, db);
+      token_arrive(cw);  // our four wgmmas are in the tensor pipe's queue: the other's turn
+      wg_wait<0>();
+      // The stage's wgmmas are complete: its shared memory may be refilled while this warpgroup
+      // promotes (DeepGEMM arrives here too, before the promotion).
+      if (lane == 0) mbar_arrive(bar_empty + 8 * st);
+      promote(acc, p0, sc);
+    }
+    it += nkb;
+    if (t + (int)gridDim.x < tiles)
+      prefetch_first(t + gridDim.x, tiles_m, tiles_n, frag_row, M, nkb, nbn, A_scale, B_scale, pa0, pa1, pbl, pbh);
+
+    if (tma_store) {
+      // Epilogue through shared memory and TMA: box b holds the tile's columns 64b..64b+63 of
+      // this warpgroup's 64 rows; fragment n8 block j = 8b + i goes to 16-byte chunk i of its
+      // 128-byte row, swizzled (chunk i ^ (row % 8), the layout SWIZZLE_128B reads back).
+      const uint32_t ebase = epi + cw * (EPI_SLOTS * EPI_BOX);
+      const bool leader = (threadIdx.x % 128) == 0;
+      const int er = warp * 16 + lane / 4;  // row within the warpgroup's 64 (+8 for h = 1)
+#pragma unroll
+      for (int b = 0; b < BN / 64; ++b) {
+        const uint32_t slot = ebase + (b % EPI_SLOTS) * EPI_BOX;
+        if (b % EPI_SLOTS == 0) {  // the region's earlier stores must have read it
+          if (leader) bulk_wait_read0();
+          wg_bar(cw);
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = er + 8 * h;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) {
+            const int j = 8 * b + i;
+            __nv_bfloat162 v = __floats2bfloat162_rn(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+            st_shared_b32(slot + r * 128 + ((i ^ (r & 7)) << 4) + 4 * (lane % 4), *reinterpret_cast<uint32_t*>(&v));
+          }
+        }
+        fence_async_smem();
+        wg_bar(cw);
+        const int x = tn * BN + 64 * b, y = tm * BM + cw * 64;
+        if (leader) {
+          if (x < N && y < M) tma_store_2d(&tmC, slot, x, y);  // TMA clips a box that crosses N or M
+          bulk_commit();
+        }
+      }
+      continue;
+    }
+
+    // Epilogue: bf16 straight from the registers, masked at the edges; column pairs as one
+    // 4-byte store where N is even (then every pair's address is 4-byte aligned).
+    const int col0 = tn * BN + 2 * (lane % 4);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 8 * h;
+      if (r >= M) continue;
+      __nv_bfloat16* orow = out + (size_t)r * N;
+#pragma unroll
+      for (int i = 0; i < NACC / 4; ++i) {
+        const int col = col0 + 8 * i;
+        const float v0 = acc[4 * i + 2 * h], v1 = acc[4 * i + 2 * h + 1];
+        if ((N & 1) == 0) {
+          if (col < N) *reinterpret_cast<__nv_bfloat162*>(orow + col) = __floats2bfloat162_rn(v0, v1);
+        } else {
+          if (col < N) orow[col] = __float2bfloat16_rn(v0);
+          if (col + 1 < N) orow[col + 1] = __float2bfloat16_rn(v1);
+        }
+      }
+    }
+  }
+  // WG0 takes WG1's token for its last stage, so that no barrier arrival is pending at exit.
+  if (cw == 0 && it > 0) token_wait(cw);
+  // The last boxes' reads of shared memory must finish before the CTA exits.
+  if (tma_store && (threadIdx.x % 128) == 0) bulk_wait0();
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  if (!fn) {
+    // The driver's entry point through the runtime: no -lcuda at link time.
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }
+  return fn;
+}
+
+// [rows, K] uint8, K contiguous, box [box_rows, 128 bytes], 128B swizzle, zeros out of bounds.
+bool make_map(CUtensorMap* map, const void* ptr, int rows, int K, int box_rows) {
+  auto fn = encode_fn();
+  if (!fn) return false;
+  cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
+  cuuint64_t strides[1] = {(cuuint64_t)K};
+  cuuint32_t box[2] = {(cuuint32_t)BK, (cuuint32_t)box_rows};
+  cuuint32_t estr[2] = {1, 1};
+  return fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(ptr), dims, strides, box, estr,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// out [M, N] bf16, N contiguous, box [64 rows, 64 columns], 128B swizzle; needs N % 8 == 0 (the
+// 16-byte global stride rule) and a 16-byte-aligned base.
+bool make_out_map(CUtensorMap* map, void* ptr, int M, int N) {
+  auto fn = encode_fn();
+  if (!fn || N % 8 || (uintptr_t)ptr % 16) return false;
+  cuuint64_t dims[2] = {(cuuint64_t)N, (cuuint64_t)M};
+  cuuint64_t strides[1] = {(cuuint64_t)N * 2};
+  cuuint32_t box[2] = {64, 64};
+  cuuint32_t estr[2] = {1, 1};
+  return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+}  // namespace
+
+// Returns 0 on success, a cudaError_t, or -1 when a tensor map could not be made.
+extern "C" int kzoo_fp8_blockscale_gemm(const void* A, const float* A_scale, const void* B, const float* B_scale,
+                                        void* out, int M, int N, int K, void* stream) {
+  static int num_sms = 0;
+  if (!num_sms) {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaError_t e = cudaFuncSetAttribute(fp8_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    if (e != cudaSuccess) { num_sms = 0; return (int)e; }
+  }
+  CUtensorMap ma, mb, mc;
+  if (!make_map(&ma, A, M, K, BM) || !make_map(&mb, B, N, K, BN)) return -1;
+  memset(&mc, 0, sizeof(mc));
+  const int tma_store = make_out_map(&mc, out, M, N) ? 1 : 0;  // else the register epilogue
+  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  const int grid = tiles < num_sms ? tiles : num_sms;
+  fp8_gemm_kernel<<<grid, THREADS, SMEM_BYTES, (cudaStream_t)stream>>>(ma, mb, mc, tma_store, A_scale, B_scale,
+                                                                       (__nv_bfloat16*)out, M, N, K);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int kzoo_fp8_config(int* promote, int* stages) {
+  *promote = KZOO_PROMOTE;
+  *stages = STAGES;
+  return 0;
+}
