@@ -51,30 +51,30 @@ echo "topk-logits adversarial rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.tx
 "$PY" $L/topk-logits/pick.py "$O" >>"$O/summary.txt" 2>&1
 fi
 
-# 2. layernorm: the solution (round 5's: one pass at H = 8192, pipelined persistent at >= 16384)
-#    and round 6's loop3 (lab/layernorm/NOTES.md: inductor's three passes over L2).
+# 2. layernorm: the solution (round 5's: one pass at H = 8192, pipelined persistent at >= 16384).
+#    Round 6's loop3 lost (session 23; cdfc0b2:lab/layernorm/loop3); no open candidate.
 if run layernorm; then
 timeout -k 3 46 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/layernorm:36:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/loop3" \
+  "$T/layernorm:36:$S/norm/layernorm/bf16/layernorm_eager/src" \
   >"$O/layernorm.jsonl" 2>"$O/layernorm.err"
 echo "layernorm rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
 
-# 3. rmsnorm-residual: the solution and round 6's loop2 (lab/rmsnorm-residual/NOTES.md: inductor's
-#    two passes over L2; round 5's persist, pipe and lean lost). Its own slot, not what is left.
+# 3. rmsnorm-residual: the solution (round 6's loop2 in it at H = 4096 since session 23;
+#    cdfc0b2:lab/rmsnorm-residual/loop2); no open candidate. Its own slot, not what is left.
 if run rmsnorm-residual; then
 timeout -k 3 44 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/rmsnorm-residual:34:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src,$L/rmsnorm-residual/loop2" \
+  "$T/rmsnorm-residual:34:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src" \
   >"$O/rmsnorm-residual.jsonl" 2>"$O/rmsnorm-residual.err"
 echo "rmsnorm-residual rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
 
-# 4. silu-and-mul: the solution (CUDA C++) and round 2's flat1k (lab/silu-and-mul/NOTES.md: round 1's
-#    flat, mixed in session 22 and gone from the tree, at torch.compile's 1024 elements a block).
-#    Two extensions built by nvcc in the slot (~30 s each).
+# 4. silu-and-mul: the solution (CUDA C++; round 2's flat1k in it for rows of more than 512
+#    vectors since session 23; cdfc0b2:lab/silu-and-mul/flat1k); no open candidate. One extension
+#    built by nvcc in the slot (~30 s).
 if run silu-and-mul; then
 timeout -k 3 120 "$PY" scripts/gpu/catalog_helper.py lab $T/silu-and-mul \
-  $S/activation/swiglu/bf16/silu_and_mul_eager/src $L/silu-and-mul/flat1k \
+  $S/activation/swiglu/bf16/silu_and_mul_eager/src \
   --calls 20 --seeds 2 --deadline-s 108 >"$O/silu-and-mul.jsonl" 2>"$O/silu-and-mul.err"
 echo "silu-and-mul rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
