@@ -12,7 +12,10 @@
 # then on the device, with .device carried: bash scripts/gpu/fidelity.sh
 #   ONLY="softmax layernorm" limits it to those tasks; KINDS="eager solution" picks the kinds;
 #   NCU_CALLS (default 5); NCU_MODE=range (each call timed by ncu as one range, gaps included:
-#   unverified on a GPU as of session 22); JUDGE_OPTIONS (a JSON object for `kzoo grade --judge-options`, e.g.
+#   on the H200 in session 23 it read 9-17% above the judge's stream windows, ncu's own range
+#   overhead inside: not a reference); NCU_CLOCKS=1 (ncu also reads each kernel's SM clock,
+#   sm__cycles_elapsed.avg.per_second: the table's last lines, per case, beside the judge's
+#   figure; with CLOCKS=1 nvidia-smi's during the grade is in clocks_NAME.csv); JUDGE_OPTIONS (a JSON object for `kzoo grade --judge-options`, e.g.
 #   '{"trace": true}': every timed batch's figures in the grade logs, with its Unix time, and
 #   $OUT/fidelity_trace.txt: scripts/gpu/trace_read.py over them); CLOCKS=1
 #   (nvidia-smi's SM and memory clocks, power, throttle reasons and HBM temperature every 5 ms beside each grade,
@@ -95,9 +98,12 @@ while read -r kind task dir; do
   if [[ " $REPEAT " == *" $task "* ]]; then grade "${name}_r2" "$dir" "$kind"; grade "${name}_r3" "$dir" "$kind"; fi
   RANGE=$([ "$NCU_MODE" = range ] && echo 1 || echo 0) timeout 240 "$NCU" $NCU_FROM \
     --clock-control none --cache-control all ${NCU_REPLAY:+--replay-mode $NCU_REPLAY} \
-    --metrics gpu__time_duration.sum --csv "$PY" scripts/gpu/ncu_package.py "catalog/tasks/$task/task.json" "$dir/src" \
+    --metrics "gpu__time_duration.sum${NCU_CLOCKS:+,sm__cycles_elapsed.avg.per_second}" --csv "$PY" scripts/gpu/ncu_package.py "catalog/tasks/$task/task.json" "$dir/src" \
     "$NCU_CALLS" > "$LOGS/ncu_$name.csv" 2> "$LOGS/ncu_$name.err"
   "$PY" scripts/gpu/ncu_sum.py "$LOGS/ncu_$name.csv" "$NCU_CALLS" "$NCU_SPLIT" > "$LOGS/ncu_$name.txt" 2>> "$LOGS/ncu_$name.err"
+  if [ -n "${NCU_CLOCKS:-}" ] && [ "$NCU_MODE" = kernels ]; then
+    "$PY" scripts/gpu/ncu_sum.py "$LOGS/ncu_$name.csv" "$NCU_CALLS" --clocks > "$LOGS/ncu_${name}.clock" 2>> "$LOGS/ncu_$name.err"
+  fi
   echo "$name $(( $(date +%s) - t0 )) s" >> "$LOGS/progress.txt"
   cp "$LOGS/progress.txt" "$OUT/fidelity_progress.txt"
 done < <(list)
@@ -123,7 +129,7 @@ def medians(path):
         return decision["outcome"] == "accepted", meds
     return (d.get("overall") or {}).get("accept"), meds
 
-rows, within, total, rep_ok, rep_total, multi_missed = [], 0, 0, 0, 0, 0
+rows, within, total, rep_ok, rep_total, multi_missed, clock_rows = [], 0, 0, 0, 0, 0, []
 for g in sorted(glob.glob(os.path.join(logs, "grade_*.json"))):
     name = os.path.basename(g)[6:-5]
     if re.search(r"_r[23]$", name):
@@ -134,6 +140,13 @@ for g in sorted(glob.glob(os.path.join(logs, "grade_*.json"))):
         for line in open(os.path.join(logs, "ncu_%s.txt" % name)):
             i, us, n = line.split()
             ncu[int(i)] = (float(us), int(n))
+    except OSError:
+        pass
+    clk = {}
+    try:
+        for line in open(os.path.join(logs, "ncu_%s.clock" % name)):
+            i, med, lo, hi = line.split()
+            clk[int(i)] = "%s MHz (%s-%s)" % (med, lo, hi)
     except OSError:
         pass
     reps = [medians(os.path.join(logs, "grade_%s_r%d.json" % (name, k)))[1] for k in (2, 3)]
@@ -147,6 +160,8 @@ for g in sorted(glob.glob(os.path.join(logs, "grade_*.json"))):
             total += 1
             within += abs(diff) <= 1.0
             multi_missed += abs(diff) > 1.0 and ncu_mode != "range" and n_k > ncu_calls
+        if idx in clk:
+            clock_rows.append("%-40s | %-12s | ncu's SM clock %s" % (name, case, clk[idx]))
         rep = ""
         vals = [med] + [r.get(case) for r in reps if r]
         if len(vals) == 3 and all(vals):
@@ -162,8 +177,8 @@ head = "%-40s | %-12s | %10s | %10s | %7s | %7s | %7s | %s" % ("package", "case"
 text = "\n".join([head, "-" * len(head)] + rows + [
     "fidelity: %d of %d cases within 1%% of ncu; repeats: %d of %d cases agree within 1%%" % (within, total, rep_ok, rep_total)]
     + (["of the cases off by more than 1%%, %d are calls of several kernels: ncu's kernel replay sums their own times and "
-        "leaves out the device's idle gaps between them (NCU_MODE=range times a call whole)" % multi_missed]
-       if multi_missed else []))
+        "leaves out the device's idle gaps between them (scripts/gpu/kernel_span.py measures the gaps)" % multi_missed]
+       if multi_missed else []) + clock_rows)
 open(os.path.join(out, "fidelity_table.txt"), "w").write(text + "\n")
 print(text)
 PYEOF

@@ -9,22 +9,54 @@ Usage: python3 ncu_sum.py NCU_CSV CALLS [--kernels] [--by-marker | --ranges]
       range, in order, each shape a marker range then CALLS call ranges; the same lines, the
       median range per call (a range's duration holds the idle gaps between its kernels) and
       KERNELS = 1. The rows are taken by position, not by name (a range's name column is ncu's).
+  --clocks: the run is ncu_package.py's with CLOCK_METRIC among its metrics (fidelity.sh
+      NCU_CLOCKS=1): one line per segment, "INDEX MHZ_MEDIAN MHZ_MIN MHZ_MAX", the SM clock each
+      kernel ran at. Why: the judge times calls on a warm device (its pad), ncu replays each
+      kernel after its own save, restore and flush; a kernel that runs faster in the judge than
+      under ncu is either faster code or a faster clock, and this tells the two apart.
 """
 import csv
 import sys
 
 _NS_PER = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6}
+_HZ_PER = {"hz": 1.0, "cycle/second": 1.0, "cycle/nsecond": 1e9, "cycle/usecond": 1e6, "khz": 1e3, "mhz": 1e6,
+           "ghz": 1e9}
 MARKER = "spin_kernel"
+CLOCK_METRIC = "sm__cycles_elapsed.avg.per_second"
+
+
+def _metric_rows(path, metric):
+    with open(path, newline="") as f:
+        lines = [l for l in f if l.startswith('"')]
+    for row in csv.DictReader(lines):
+        if row.get("Metric Name") == metric:
+            yield row
 
 
 def rows(path):
     """(kernel name, ns) per profiled kernel, in launch order."""
-    with open(path, newline="") as f:
-        lines = [l for l in f if l.startswith('"')]
-    for row in csv.DictReader(lines):
-        if row.get("Metric Name") != "gpu__time_duration.sum":
-            continue
+    for row in _metric_rows(path, "gpu__time_duration.sum"):
         yield row.get("Kernel Name", "?"), float(row["Metric Value"].replace(",", "")) * _NS_PER.get(row.get("Metric Unit", "ns"), 1.0)
+
+
+def clocks(path):
+    """[(median MHz, least, most)] per segment opened by a marker kernel: the SM clock of each
+    of the segment's kernels (CLOCK_METRIC). A unit it does not know is refused, naming it."""
+    segments = []
+    for row in _metric_rows(path, CLOCK_METRIC):
+        unit = row.get("Metric Unit", "").strip().lower()
+        if unit not in _HZ_PER:
+            raise SystemExit("ncu_sum.py: %s: unit %r of %s is not one of %s" % (path, unit, CLOCK_METRIC,
+                                                                                ", ".join(sorted(_HZ_PER))))
+        if MARKER in row.get("Kernel Name", ""):
+            segments.append([])
+        elif segments:
+            segments[-1].append(float(row["Metric Value"].replace(",", "")) * _HZ_PER[unit] / 1e6)
+    out = []
+    for mhz in segments:
+        mhz.sort()
+        out.append((mhz[len(mhz) // 2], mhz[0], mhz[-1]) if mhz else (float("nan"),) * 3)
+    return out
 
 
 def summed(path):
@@ -65,6 +97,10 @@ def by_range(path, calls):
 
 def main():
     path, calls = sys.argv[1], int(sys.argv[2])
+    if "--clocks" in sys.argv[3:]:
+        for i, (med, lo, hi) in enumerate(clocks(path)):
+            print("%d %.0f %.0f %.0f" % (i, med, lo, hi))
+        return
     split = by_range if "--ranges" in sys.argv[3:] else by_marker if "--by-marker" in sys.argv[3:] else None
     if split:
         for i, (us, n) in enumerate(split(path, calls)):

@@ -14,14 +14,17 @@ HEADER = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","
 
 
 def csv_file(rows, noise=("==PROF== Connected to process 1",)):
-    """An ncu --csv file: its own log lines (not quoted), the header, then a row per (name, value, unit)."""
+    """An ncu --csv file: its own log lines (not quoted), the header, then a row per (name, value, unit)
+    or (name, value, unit, metric); the metric is gpu__time_duration.sum unless given."""
     f = tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False)
     for line in noise:
         f.write(line + "\n")
     f.write(HEADER)
-    for i, (name, value, unit) in enumerate(rows):
-        f.write('"%d","1","python3","h","%s","1","7","Command line profiler metrics","gpu__time_duration.sum",'
-                '"%s","%s"\n' % (i, name, unit, value))
+    for i, row in enumerate(rows):
+        name, value, unit = row[:3]
+        metric = row[3] if len(row) > 3 else "gpu__time_duration.sum"
+        f.write('"%d","1","python3","h","%s","1","7","Command line profiler metrics","%s",'
+                '"%s","%s"\n' % (i, name, metric, unit, value))
     f.close()
     return f.name
 
@@ -33,6 +36,39 @@ class ByMarker(unittest.TestCase):
                          ("spin_kernel", "1000", "nsecond"), ("a", "1", "msecond"), ("a", "1", "msecond")])
         self.addCleanup(os.unlink, path)
         self.assertEqual(ncu_sum.by_marker(path, 2), [(400.0, 4), (1000.0, 2)])
+
+
+class Clocks(unittest.TestCase):
+    CLK = ncu_sum.CLOCK_METRIC
+
+    def test_each_segment_gives_the_median_least_and_most_sm_clock_of_its_kernels(self):
+        path = csv_file([("spin_kernel", "1", "usecond"), ("spin_kernel", "1.98", "cycle/nsecond", self.CLK),
+                         ("a", "300", "usecond"), ("a", "1.755", "cycle/nsecond", self.CLK),
+                         ("a", "300", "usecond"), ("a", "1.98", "cycle/nsecond", self.CLK),
+                         ("a", "300", "usecond"), ("a", "1.86", "cycle/nsecond", self.CLK),
+                         ("spin_kernel", "1", "usecond"), ("spin_kernel", "1,980,000,000", "hz", self.CLK),
+                         ("b", "1", "msecond"), ("b", "1,500", "MHz", self.CLK)])
+        self.addCleanup(os.unlink, path)
+        got = ncu_sum.clocks(path)
+        self.assertEqual(len(got), 2)
+        for (med, lo, hi), want in zip(got, [(1860, 1755, 1980), (1500, 1500, 1500)]):
+            self.assertAlmostEqual(med, want[0], places=6)
+            self.assertAlmostEqual(lo, want[1], places=6)
+            self.assertAlmostEqual(hi, want[2], places=6)
+
+    def test_the_clock_rows_do_not_change_the_summed_times(self):
+        path = csv_file([("spin_kernel", "1", "usecond"), ("a", "300", "usecond"),
+                         ("a", "1.9", "cycle/nsecond", self.CLK)])
+        self.addCleanup(os.unlink, path)
+        self.assertEqual(ncu_sum.by_marker(path, 1), [(300.0, 1)])
+
+    def test_an_unknown_unit_is_refused_naming_it_and_the_file(self):
+        path = csv_file([("spin_kernel", "1", "usecond"), ("a", "1.9", "furlongs", self.CLK)])
+        self.addCleanup(os.unlink, path)
+        with self.assertRaises(SystemExit) as e:
+            ncu_sum.clocks(path)
+        self.assertIn("furlongs", str(e.exception))
+        self.assertIn(path, str(e.exception))
 
 
 class ByRange(unittest.TestCase):
