@@ -11,7 +11,8 @@
 2. tiling: the split choice (splits_for) and the kernel's page walk at every correctness, measure and
    graded shape, full size, for resident-CTA counts 132 x {1..4}, forced chunks {1, 7, 32, 128},
    n in {L, L-1, 1}: every page of [0, cdiv(n, 16)) in exactly one (split, warp, step), a warp's
-   steps <= 32 (page ids in one register a lane), no block-table index >= NBLK, valid >= 1 in every
+   steps <= 32 (page ids in one register a lane, each step's id among those loaded), no block-table
+   index >= NBLK (the ids' load is bounded by the table, not by seq_lens), valid >= 1 in every
    processed page, chunk <= 128, grid dims in range.
 3. numerics: the kernel's maths (q -> fp16, K/V exact, fp32 S through the derived maps, base-2
    online softmax a warp, p -> fp16, fp32 P V, the 4 warps' merge, the split merge, bf16 out) against
@@ -211,8 +212,13 @@ def walk(n, nblk, ch, S):
             nit = (p1 - p0 - warp + NWARP - 1) // NWARP if p1 > p0 + warp else 0
             if nit > 32:
                 bad.append(("steps > 32", sp, warp, nit))
+            loaded = {lane for lane in range(32) if p0 + warp + NWARP * lane < min(p0 + ch, nblk)}  # myid's load
+            if any(p0 + warp + NWARP * lane >= nblk for lane in loaded):
+                bad.append(("block-table read past NBLK", sp, warp))
             for it in range(nit):
                 p = p0 + warp + NWARP * it
+                if it not in loaded:
+                    bad.append(("page id not loaded", sp, warp, it))
                 if p >= nblk or p >= npv:
                     bad.append(("page past the table", p))
                     continue

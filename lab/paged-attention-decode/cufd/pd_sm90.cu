@@ -91,14 +91,17 @@ pd_split(const __nv_bfloat16* __restrict__ q, const uint8_t* __restrict__ kc, co
     const int g = lane >> 2, c = lane & 3;
     uint8_t* ring = smem + warp * (NST * 2 * PB);
 
-    const int n = sl[b];
-    const int npv = min((n + PAGE - 1) / PAGE, NBLK);
+    // The warp's page ids (one a lane, step = lane) are loaded before seq_lens is known, bounded by
+    // the table's width only, so the two loads overlap; ids past the sequence are never used.
     const int p0 = sp * CH;
+    const int* btrow = bt + (size_t)b * NBLK;
+    const int pl_ = p0 + warp + NWARP * lane;
+    int myid = 0;
+    if (pl_ < min(p0 + CH, NBLK)) myid = __ldg(btrow + pl_);
+    const int n = __ldg(sl + b);
+    const int npv = min((n + PAGE - 1) / PAGE, NBLK);
     const int p1 = min(p0 + CH, npv);
     const int nit = p1 > p0 + warp ? (p1 - p0 - warp + NWARP - 1) / NWARP : 0;  // <= 32 (CH <= 128)
-    const int* btrow = bt + (size_t)b * NBLK;
-    int myid = 0;
-    if (lane < nit) myid = __ldg(btrow + p0 + warp + NWARP * lane);
 
     const size_t rowstride = (size_t)HK * D;
     auto issue = [&](int i) {
