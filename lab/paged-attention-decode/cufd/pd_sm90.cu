@@ -51,9 +51,10 @@ __device__ __forceinline__ void cvt4(uint32_t w, uint32_t& lo, uint32_t& hi) {
     asm("{\n.reg .b16 a, b;\nmov.b32 {a, b}, %2;\ncvt.rn.f16x2.e4m3x2 %0, a;\ncvt.rn.f16x2.e4m3x2 %1, b;\n}\n"
         : "=r"(lo), "=r"(hi) : "r"(w));
 }
-__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+template <uint32_t SEL>
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b) {
     uint32_t r;
-    asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+    asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(a), "r"(b), "n"(SEL));
     return r;
 }
 __device__ __forceinline__ uint32_t pack_h2(float lo, float hi) {
@@ -232,10 +233,10 @@ pd_split(const __nv_bfloat16* __restrict__ q, const uint8_t* __restrict__ kc, co
             const uint32_t A2 = *reinterpret_cast<const uint32_t*>(vb + r2 * D + vpos<D>(x, r2) * 16 + wo);
             const uint32_t A3 = *reinterpret_cast<const uint32_t*>(vb + r3 * D + vpos<D>(x, r3) * 16 + wo);
             uint32_t lb[4], hb[4];  // B fragment regs of n-tiles 4 jj + i: lb = tokens 2c,2c+1; hb = 2c+8,2c+9
-            cvt4(prmt(A0, A1, 0x5140), lb[0], lb[1]);
-            cvt4(prmt(A0, A1, 0x7362), lb[2], lb[3]);
-            cvt4(prmt(A2, A3, 0x5140), hb[0], hb[1]);
-            cvt4(prmt(A2, A3, 0x7362), hb[2], hb[3]);
+            cvt4(prmt<0x5140>(A0, A1), lb[0], lb[1]);
+            cvt4(prmt<0x7362>(A0, A1), lb[2], lb[3]);
+            cvt4(prmt<0x5140>(A2, A3), hb[0], hb[1]);
+            cvt4(prmt<0x7362>(A2, A3), hb[2], hb[3]);
 #pragma unroll
             for (int i = 0; i < 4; ++i) mma16816(acc[4 * jj + i], pa0, pa1, pa2, pa3, lb[i], hb[i]);
         }
