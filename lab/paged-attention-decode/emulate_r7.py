@@ -19,11 +19,20 @@
    the task's reference (relative-Frobenius, tolerance 0.01; the board's bound atol = rtol = 0.01),
    every correctness and measure shape, edges, and a 2-sequence slice of each graded shape with the
    graded B's splits.
+4. execution: pd_sm90.cu's own kernels compiled for the CPU (g++ -DKZOO_PD_HOST_EMU with
+   cufd/pd_host_emu.{h,cpp}: every CUDA thread a fiber, warp collectives and mma.sync m16n8k16 by
+   the PTX fragment layouts, cp.async immediate, shared memory pre-filled with 0xff = fp8 NaN) and
+   run through the python entry's split choice, against the reference at every correctness and
+   measure shape, the edge shapes, varied lengths, forced split sizes and the graded slices.
 usage: /usr/bin/python3 lab/paged-attention-decode/emulate_r7.py  (log: emulate_r7.txt)
 """
+import ctypes
 import math
 import os
+import subprocess
 import sys
+import tempfile
+import time
 import types
 
 import torch
@@ -323,6 +332,70 @@ def emulate(mod, query, kc, ks, vc, vs, bt, sl, slots, split_B=None, maps=None):
     return out.to(torch.bfloat16)
 
 
+# ---- 4. execution of the kernel's own code on the CPU -------------------------------------------
+def build_host_emu():
+    out = os.path.join(tempfile.mkdtemp(prefix="cufd_emu_"), "pd_emu.so")
+    subprocess.run(["g++", "-O1", "-std=c++17", "-shared", "-fPIC", "-DKZOO_PD_HOST_EMU",
+                    os.path.join(HERE, "cufd/pd_host_emu.cpp"), "-o", out], check=True)
+    lib = ctypes.CDLL(out)
+    lib.kzoo_pd_emu.restype = ctypes.c_int
+    lib.kzoo_pd_emu.argtypes = [ctypes.c_void_p] * 11 + [ctypes.c_int] * 7
+    return lib
+
+
+def run_host_emu(lib, mod, x, slots, split_B=None, forced=None):
+    q, kc, ks, vc, vs, bt, sl = [t.contiguous() for t in x]
+    B, HQ, D = q.shape
+    HK = kc.shape[2]
+    nblk = bt.shape[1]
+    ch, S = splits(mod, split_B or B, HK, nblk, slots, forced)
+    po = torch.zeros(B * HQ * S, D)
+    pm = torch.zeros(B * HQ * S)
+    pl = torch.zeros(B * HQ * S)
+    out = torch.zeros(B, HQ, D, dtype=torch.bfloat16)
+    rc = lib.kzoo_pd_emu(q.data_ptr(), kc.data_ptr(), vc.data_ptr(), ks.data_ptr(), vs.data_ptr(), bt.data_ptr(),
+                         sl.data_ptr(), po.data_ptr(), pm.data_ptr(), pl.data_ptr(), out.data_ptr(),
+                         B, HQ, HK, D, nblk, ch, S)
+    if rc:
+        raise RuntimeError("kzoo_pd_emu: %d" % rc)
+    return out, ch, S
+
+
+def execution(mod, task, ref, specs, w):
+    lib = build_host_emu()
+    fails, worst = 0, (0.0, 0.0)
+    runs = []
+    base = [list(s) for s in w["correctness"] + w["measure"]] + [
+        [2, 8, 2, 64, 1023, 160], [3, 4, 4, 64, 530, 120], [2, 16, 1, 64, 2100, 300], [2, 32, 2, 128, 700, 120]]
+    for si, dims in enumerate(base):
+        runs.append((dims, None, None, False, 396))
+        runs.append((dims, None, 7, True, 528))  # varied lengths, 7 pages a split
+    for g in w["graded"]:
+        B, HQ, HK, D, L, _ = g
+        runs.append(([2, HQ, HK, D, L, 2 * -(-L // 16)], B, None, False, 396))
+    for ri, (dims, split_B, forced, varied, slots) in enumerate(runs):
+        x = list(inputs.make_inputs(task, task.bind(w, dims), 500 + ri, "cpu"))
+        if varied:
+            gen = torch.Generator().manual_seed(11 + ri)
+            x[6] = torch.randint(1, dims[4] + 1, (dims[0],), generator=gen, dtype=torch.int32)
+            x[6][0] = 1
+        exp = reference.run(ref, task, x)
+        t0 = time.time()
+        got, ch, S = run_host_emu(lib, mod, x, slots, split_B, forced)
+        m = compare.measure([got], exp, specs, task.comparator, task.row_pass)
+        v = compare.compare([got], exp, specs, task.comparator, math.inf, task.row_pass, strict_dtype=False, bound=(0.01, 0.01))
+        ok = m <= task.tolerance and (v.bound_ratio or 0.0) <= 1.0 and not torch.isnan(got.float()).any()
+        fails += not ok
+        worst = (max(worst[0], m), max(worst[1], v.bound_ratio or 0.0))
+        print("exec %-40s %-26s %s%.3g (bound %.3g) [%.1f s]" % (
+            str(dims) + ("" if split_B is None else " [splits of B=%d]" % split_B),
+            "%d pages x %d splits%s" % (ch, S, ", lens 1..L" if varied else ""),
+            "" if ok else "FAIL ", m, v.bound_ratio or 0.0, time.time() - t0), flush=True)
+    print("execution of pd_sm90.cu's kernels on the CPU: worst relative-Frobenius %.3g, worst bound ratio %.3g, %d failures"
+          % (worst[0], worst[1], fails))
+    return fails
+
+
 def main():
     mod = load_cufd()
     task = task_mod.load(os.path.join(ROOT, "catalog/tasks/paged-attention-decode/task.json"))
@@ -413,6 +486,7 @@ def main():
             worst = (max(worst[0], m), max(worst[1], v.bound_ratio or 0.0))
             print("shape %-40s %s%.3g (bound %.3g)" % (str(dims) + " lens " + str(x2[6].tolist()[:8]), "" if ok else "FAIL ", m, v.bound_ratio or 0.0), flush=True)
     print("worst relative-Frobenius %.3g (tolerance %g), worst elementwise bound ratio %.3g (limit 1)" % (worst[0], task.tolerance, worst[1]))
+    fails += execution(mod, task, ref, specs, w)
     print("%d failures" % fails)
 
 

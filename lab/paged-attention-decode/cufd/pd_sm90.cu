@@ -20,11 +20,23 @@
 //  at D = 128. At the end the 4 warps' states merge through shared memory into one partial
 //  (unnormalised output x v_scale, max, sum) per (row, split).
 // Pass 2 (pd_merge): one warp per (sequence, query head) merges the splits (log-sum-exp).
+#ifdef KZOO_PD_HOST_EMU
+// CPU execution of this file's kernels (lab/paged-attention-decode/cufd/pd_host_emu.cpp): the CUDA
+// built-ins and the PTX helpers below are replaced by cooperative-fiber versions there.
+#include "pd_host_emu.h"
+#else
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <stdint.h>
 #include <math.h>
+#define KZOO_DEV __device__ __forceinline__
+#define KZOO_SPLIT_KERNEL __global__ void __launch_bounds__(NWARP * 32, D == 128 ? 3 : 4)
+#define KZOO_MERGE_KERNEL __global__ void __launch_bounds__(128)
+#define KZOO_SMEM extern __shared__ __align__(128) uint8_t smem[]
+
+
+#endif
 
 #ifndef KZOO_PD_NST
 #define KZOO_PD_NST 4
@@ -36,6 +48,7 @@ constexpr int PAGE = 16;
 constexpr int NWARP = 4;
 constexpr int NST = KZOO_PD_NST;
 
+#ifndef KZOO_PD_HOST_EMU
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -67,15 +80,16 @@ __device__ __forceinline__ void mma16816(float* c, uint32_t a0, uint32_t a1, uin
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+#endif
 
 // Chunk positions in a shared row (16-byte chunks; NCH = D / 16 of them).
 template <int D>
-__device__ __forceinline__ int kpos(int x, int row) { return D == 128 ? (x ^ ((row & 1) << 2)) : x; }
+KZOO_DEV int kpos(int x, int row) { return D == 128 ? (x ^ ((row & 1) << 2)) : x; }
 template <int D>
-__device__ __forceinline__ int vpos(int x, int row) { return x ^ ((((row >> 1) & 3) << 1) & (D / 16 - 1)); }
+KZOO_DEV int vpos(int x, int row) { return x ^ ((((row >> 1) & 3) << 1) & (D / 16 - 1)); }
 
 template <int D, bool G16>
-__global__ void __launch_bounds__(NWARP * 32, D == 128 ? 3 : 4)
+KZOO_SPLIT_KERNEL
 pd_split(const __nv_bfloat16* __restrict__ q, const uint8_t* __restrict__ kc, const uint8_t* __restrict__ vc,
          const float* __restrict__ ks, const float* __restrict__ vs, const int* __restrict__ bt,
          const int* __restrict__ sl, float* __restrict__ po, float* __restrict__ pm, float* __restrict__ pl,
@@ -85,7 +99,7 @@ pd_split(const __nv_bfloat16* __restrict__ q, const uint8_t* __restrict__ kc, co
     constexpr int KS = D / 16;   // k-steps of Q K^T
     constexpr int NT = D / 8;    // n-tiles of P V
     constexpr int CPL = PAGE * NCH / 32;  // 16-byte copies a lane a page (K, and again V)
-    extern __shared__ __align__(128) uint8_t smem[];
+    KZOO_SMEM;
 
     const int h = blockIdx.x, sp = blockIdx.y, b = blockIdx.z;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -289,7 +303,7 @@ pd_split(const __nv_bfloat16* __restrict__ q, const uint8_t* __restrict__ kc, co
 }
 
 template <int D>
-__global__ void __launch_bounds__(128) pd_merge(const float* __restrict__ po, const float* __restrict__ pm,
+KZOO_MERGE_KERNEL pd_merge(const float* __restrict__ po, const float* __restrict__ pm,
                                                 const float* __restrict__ pl, __nv_bfloat16* __restrict__ out,
                                                 int rows, int S) {
     const int row = blockIdx.x * 4 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
@@ -317,6 +331,7 @@ __global__ void __launch_bounds__(128) pd_merge(const float* __restrict__ po, co
     for (int i = 0; i < D / 32; ++i) out[r * D + lane + 32 * i] = __float2bfloat16(o[i] * inv);
 }
 
+#ifndef KZOO_PD_HOST_EMU
 template <int D, bool G16>
 int smem_bytes() {
     const int ring = NWARP * NST * 2 * PAGE * D;
@@ -356,7 +371,10 @@ int occupancy() {
     return n;
 }
 
+#endif  // KZOO_PD_HOST_EMU
 }  // namespace
+
+#ifndef KZOO_PD_HOST_EMU
 
 extern "C" int kzoo_pd_occupancy(int D, int G) {
     if (D == 128) return G > 8 ? occupancy<128, true>() : occupancy<128, false>();
@@ -381,3 +399,4 @@ extern "C" int kzoo_pd_decode(const void* q, const void* kc, const void* vc, con
                      : launch<64, false>(q, kc, vc, ks, vs, bt, sl, a, m, l, out, B, HQ, HK, NBLK, CH, S, st);
     return -3;
 }
+#endif  // KZOO_PD_HOST_EMU
