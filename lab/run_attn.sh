@@ -2,10 +2,10 @@
 # Issue 19's lab bench on the H200: catalog_helper.py lab for both attention tasks, decode first,
 # in one 168 s budget (Triton builds included). Each run checks every correctness and graded shape
 # against the comparator and the board's elementwise bound, then times every graded shape beside
-# the task's eager package. Round 6 (decode): `decode` = the solution (round 5's vh16) + f8qk2 (fp8
-# wgmma Q K^T with a register cap), `decode_split` = the solution + split (its programs target
-# swept), two processes so that a fault or hang in the wgmma kernel keeps split's figures; each
-# repeats the solution as its drift reference. Round 5's candidates are at fccccce:lab/.
+# the task's eager package. Round 7 (decode): `decode` = the solution alone (round 6's f8qk2 and
+# split are decided: NOTES.md), `decode_cufd` = the solution + cufd (a CUDA C++ flash-decoding
+# kernel built by nvcc at import, ~5-15 s), its own process and timeout so that a fault or hang in
+# the new kernel costs only its own lines; it repeats the solution as its drift reference.
 # Prefill: the solution + fa3v1 (CUDA C++ FlashAttention-3-style kernel for sm_90a, built by nvcc at
 # import, ~15 s, inside the prefill run's remaining budget).
 # Each run gets a hard timeout and a --deadline-s 7 s inside it (no new work after that).
@@ -42,7 +42,7 @@ run() {  # run NAME WANT_S TASK_DIR SRC...
 }
 
 DSOL="$SOL/paged_decode/fp8/paged_attention_decode_eager/src"
-run decode 45 "$DEC" "$DSOL" "$LAB/paged-attention-decode/f8qk2"
-run decode_split $(( 105 - ($(date +%s) - START) )) "$DEC" "$DSOL" "$LAB/paged-attention-decode/split"
+run decode 45 "$DEC" "$DSOL"
+run decode_cufd $(( 105 - ($(date +%s) - START) )) "$DEC" "$DSOL" "$LAB/paged-attention-decode/cufd"
 run prefill "$BUDGET" "$PRE" "$SOL/flash_prefill/bf16/flash_attention_prefill_eager/src" "$LAB/flash-attention-prefill/fa3v1"
 cat "$DIR/rc.txt"
