@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Issues 19-20's kernel labs in one device call, each winner then graded in the catalog's place.
+# For each bench of BENCHES (default "gemm bf16 decode"): run it (gemm: lab/run_gemm.sh, fp8
+# round 9; bf16: lab/run_bf16.sh, the CUDA C++ cuda1; decode: the paged-decode cufd step of
+# lab/run_attn.sh), pick the winner (lab/pick.py: correct everywhere, geomean 1% under the
+# solution's events, no shape 1% slower), copy it over the solution's src/ -- in this tree, which on
+# the device is the device's own copy -- and grade it there: fidelity.sh KINDS=solution ONLY=TASK
+# (the judge at its defaults, beside ncu), unless PROMOTE=0 or less than GRADE_S (160 s) is left
+# of DEADLINE_S (560 s). A promotion commits the graded bytes unchanged (sha256 in
+# $OUT/grade_TASK/winner_sha.txt).
+# Run from the repository root on the H200 with .device carried; everything goes under ${OUT:-/tmp/out}.
+set -u
+PY="${KZOO_PYTHON:-python3}"
+O="${OUT:-/tmp/out}"
+mkdir -p "$O"
+T0=$(date +%s)
+DEADLINE_S=${DEADLINE_S:-560}
+GRADE_S=${GRADE_S:-160}
+left() { echo $(( DEADLINE_S - ($(date +%s) - T0) )); }
+S=catalog/solutions/gpu/h200
+promote() {  # promote TASK SOLUTION_SRC JSONL...
+    local task=$1 sol=$2 w
+    shift 2
+    "$PY" lab/pick.py --solution "$sol" "$@" >"$O/pick_$task.txt" 2>&1
+    w=$(awk '/^winner /{print $2}' "$O/pick_$task.txt")
+    echo "$task: $(tail -n 1 "$O/pick_$task.txt") ($(( $(date +%s) - T0 )) s)" >>"$O/summary.txt"
+    [ -n "$w" ] && [ "$w" != none ] && [ "${PROMOTE:-1}" = 1 ] || return 0
+    if [ "$(left)" -lt "$GRADE_S" ]; then echo "$task: $w not graded (under $GRADE_S s left)" >>"$O/summary.txt"; return 0; fi
+    mkdir -p "$O/grade_$task"
+    cp -r "$w"/. "$sol"/ && (cd "$w" && sha256sum $(find . -type f | sort)) >"$O/grade_$task/winner_sha.txt"
+    LOGS="$O/grade_$task/logs" OUT="$O/grade_$task" KINDS=solution REPEAT=none ONLY="$task" BUDGET_S=5 \
+        GRADE_TIMEOUT=$(( GRADE_S - 30 )) timeout "$(left)" bash scripts/gpu/fidelity.sh >"$O/grade_$task/fidelity.log" 2>&1
+    echo "$task: $w graded rc=$? ($(( $(date +%s) - T0 )) s)" >>"$O/summary.txt"
+}
+for b in ${BENCHES:-gemm bf16 decode}; do
+    case $b in
+      gemm)
+        OUT="$O" KZOO_PYTHON="$PY" timeout -k 3 160 bash lab/run_gemm.sh >"$O/gemm.log" 2>&1
+        promote fp8-blockscale-gemm $S/gemm/blockscale/fp8/fp8_blockscale_gemm_eager/src "$O"/gemm/*.jsonl ;;
+      bf16)
+        OUT="$O" KZOO_PYTHON="$PY" timeout -k 3 100 bash lab/run_bf16.sh >"$O/bf16.log" 2>&1
+        promote bf16-gemm $S/gemm/dense/bf16/bf16_gemm_eager/src "$O"/bf16/*.jsonl ;;
+      decode)
+        mkdir -p "$O/decode"
+        timeout -k 2 100 "$PY" scripts/gpu/catalog_helper.py lab catalog/tasks/paged-attention-decode \
+            $S/attention/paged_decode/fp8/paged_attention_decode_eager/src lab/paged-attention-decode/cufd \
+            --calls 20 --deadline-s 93 >"$O/decode/decode_cufd.jsonl" 2>"$O/decode/decode_cufd.stderr"
+        promote paged-attention-decode $S/attention/paged_decode/fp8/paged_attention_decode_eager/src "$O"/decode/*.jsonl ;;
+      *) echo "run_and_grade.sh: unknown bench '$b' (gemm, bf16, decode)" >&2; exit 2 ;;
+    esac
+done
+echo "total $(( $(date +%s) - T0 )) s" >>"$O/summary.txt"
+cat "$O/summary.txt"
