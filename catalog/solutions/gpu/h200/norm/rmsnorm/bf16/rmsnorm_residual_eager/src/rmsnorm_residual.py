@@ -5,13 +5,14 @@
 # program. The bf16 sum is written back into the residual and y once -- the
 # task's four passes over HBM and nothing more.
 #
-# At the widths in LOOP (H = 4096), a second kernel: inductor's design (lab round 6's loop2,
-# read from torch.compile's kernels on the H200). A program takes its row in tiles of R columns,
-# twice: pass 1 loads x and the residual (kept in L2: evict_last) and sums the squares of their
-# bf16 sum; pass 2 reads them again from L2 (evict_first) and writes the residual and y. HBM
-# still sees each byte once. On the H200 (session 23, CUDA events, docs/CATALOG.md) it ran
-# 499.8 us at H = 4096 against the one-pass kernel's 523.9 (the bandwidth ceiling: 501-504), but
-# 770 and 584 us at H = 8192 and 16384 (528 and 521 one-pass): so only where measured to win.
+# At the widths in LOOP (H = 4096 and 8192), a second kernel: inductor's design (lab round 6's
+# loop2, read from torch.compile's kernels on the H200). A program takes its row in tiles of R
+# columns, twice: pass 1 loads x and the residual (kept in L2: evict_last) and sums the squares of
+# their bf16 sum; pass 2 reads them again from L2 (evict_first) and writes the residual and y. HBM
+# still sees each byte once. On the H200 (session 23, CUDA events, docs/CATALOG.md): 499.8 us at
+# H = 4096 on 2048-column tiles against the one-pass kernel's 523.9, and 3% faster at 8192 on
+# 4096-column tiles; at 16384 it lost 17% (inductor's (4096, 16) there too): so only where measured
+# to win.
 
 import torch
 import triton
@@ -47,7 +48,7 @@ def _rmsnorm_residual(x_ptr, r_ptr, w_ptr, y_ptr, T, H, eps, BLOCK: tl.constexpr
 
 
 # H -> (R, num_warps) of the two-pass kernel; every other width takes the one-pass kernel.
-LOOP = {4096: (2048, 16)}
+LOOP = {4096: (2048, 16), 8192: (4096, 16)}
 
 
 @triton.jit
