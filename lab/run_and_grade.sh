@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issues 19-20's kernel labs in one device call, each winner then graded in the catalog's place.
-# For each bench of BENCHES (default "gemm bf16 decode"): run it (gemm: lab/run_gemm.sh, fp8
-# round 9; bf16: lab/run_bf16.sh, the CUDA C++ cuda1; decode: the paged-decode cufd step of
-# lab/run_attn.sh), pick the winner (lab/pick.py: correct everywhere, geomean 1% under the
+# For each bench of BENCHES (default "gemm bf16 decode"): run it (gemm: lab/run_gemm.sh, its
+# FP8_CANDS; bf16: lab/run_bf16.sh, the CUDA C++ cuda1; decode: the paged-decode solution beside
+# DECODE_CANDS, folders under lab/paged-attention-decode/; session 23 ran fp8 round 9, cuda1 and
+# cufd, which became the decode solution), pick the winner (lab/pick.py: correct everywhere, geomean 1% under the
 # solution's events, no shape 1% slower), copy it over the solution's src/ -- in this tree, which on
 # the device is the device's own copy -- and grade it there: fidelity.sh KINDS=solution ONLY=TASK
 # (the judge at its defaults, beside ncu), unless PROMOTE=0 or less than GRADE_S (160 s) is left
@@ -27,7 +28,12 @@ promote() {  # promote TASK SOLUTION_SRC JSONL...
     [ -n "$w" ] && [ "$w" != none ] && [ "${PROMOTE:-1}" = 1 ] || return 0
     if [ "$(left)" -lt "$GRADE_S" ]; then echo "$task: $w not graded (under $GRADE_S s left)" >>"$O/summary.txt"; return 0; fi
     mkdir -p "$O/grade_$task"
-    cp -r "$w"/. "$sol"/ && (cd "$w" && sha256sum $(find . -type f | sort)) >"$O/grade_$task/winner_sha.txt"
+    # Sources only: a log beside them (a ptxas report) breaks the package rules (evidence.log), as
+    # session 23's first copy of cufd found.
+    local files
+    files=$(cd "$w" && find . -maxdepth 1 -type f \( -name '*.py' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' \
+        -o -name '*.h' \) | sort)
+    (cd "$w" && cp $files "$OLDPWD/$sol"/ && sha256sum $files) >"$O/grade_$task/winner_sha.txt"
     LOGS="$O/grade_$task/logs" OUT="$O/grade_$task" KINDS=solution REPEAT=none ONLY="$task" BUDGET_S=5 \
         GRADE_TIMEOUT=$(( GRADE_S - 30 )) timeout "$(left)" bash scripts/gpu/fidelity.sh >"$O/grade_$task/fidelity.log" 2>&1
     echo "$task: $w graded rc=$? ($(( $(date +%s) - T0 )) s)" >>"$O/summary.txt"
@@ -42,9 +48,11 @@ for b in ${BENCHES:-gemm bf16 decode}; do
         promote bf16-gemm $S/gemm/dense/bf16/bf16_gemm_eager/src "$O"/bf16/*.jsonl ;;
       decode)
         mkdir -p "$O/decode"
+        dc=(); for c in ${DECODE_CANDS:-}; do dc+=("lab/paged-attention-decode/$c"); done
+        [ ${#dc[@]} -gt 0 ] || { echo "decode: no DECODE_CANDS" >>"$O/summary.txt"; continue; }
         timeout -k 2 100 "$PY" scripts/gpu/catalog_helper.py lab catalog/tasks/paged-attention-decode \
-            $S/attention/paged_decode/fp8/paged_attention_decode_eager/src lab/paged-attention-decode/cufd \
-            --calls 20 --deadline-s 93 >"$O/decode/decode_cufd.jsonl" 2>"$O/decode/decode_cufd.stderr"
+            $S/attention/paged_decode/fp8/paged_attention_decode_eager/src "${dc[@]}" \
+            --calls 20 --deadline-s 93 >"$O/decode/decode_cand.jsonl" 2>"$O/decode/decode_cand.stderr"
         promote paged-attention-decode $S/attention/paged_decode/fp8/paged_attention_decode_eager/src "$O"/decode/*.jsonl ;;
       *) echo "run_and_grade.sh: unknown bench '$b' (gemm, bf16, decode)" >&2; exit 2 ;;
     esac

@@ -2,10 +2,10 @@
 # Issue 19's lab bench on the H200: catalog_helper.py lab for both attention tasks, decode first,
 # in one 168 s budget (Triton builds included). Each run checks every correctness and graded shape
 # against the comparator and the board's elementwise bound, then times every graded shape beside
-# the task's eager package. Round 7 (decode): `decode` = the solution alone (round 6's f8qk2 and
-# split are decided: NOTES.md), `decode_cufd` = the solution + cufd (a CUDA C++ flash-decoding
-# kernel built by nvcc at import, ~5-15 s), its own process and timeout so that a fault or hang in
-# the new kernel costs only its own lines; it repeats the solution as its drift reference.
+# the task's eager package. Decode: `decode` = the solution alone (round 7's cufd, CUDA C++, since
+# session 23), `decode_cand` = the solution + DECODE_CANDS, its own process and timeout so that a
+# fault or hang in a new kernel costs only its own lines; it repeats the solution as its drift
+# reference.
 # Prefill: the solution + fa3v1 (CUDA C++ FlashAttention-3-style kernel for sm_90a, built by nvcc at
 # import, ~15 s, inside the prefill run's remaining budget).
 # Each run gets a hard timeout and a --deadline-s 7 s inside it (no new work after that).
@@ -43,6 +43,11 @@ run() {  # run NAME WANT_S TASK_DIR SRC...
 
 DSOL="$SOL/paged_decode/fp8/paged_attention_decode_eager/src"
 run decode 45 "$DEC" "$DSOL"
-run decode_cufd $(( 105 - ($(date +%s) - START) )) "$DEC" "$DSOL" "$LAB/paged-attention-decode/cufd"
+# Round 7's cufd is the solution since session 23 (its CPU harness stays in cufd/). DECODE_CANDS="NAME
+# ..." (folders under lab/paged-attention-decode/) times the next round's candidates beside it.
+if [ -n "${DECODE_CANDS:-}" ]; then
+    dc=(); for c in $DECODE_CANDS; do dc+=("$LAB/paged-attention-decode/$c"); done
+    run decode_cand $(( 105 - ($(date +%s) - START) )) "$DEC" "$DSOL" "${dc[@]}"
+fi
 run prefill "$BUDGET" "$PRE" "$SOL/flash_prefill/bf16/flash_attention_prefill_eager/src" "$LAB/flash-attention-prefill/fa3v1"
 cat "$DIR/rc.txt"

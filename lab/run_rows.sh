@@ -52,20 +52,21 @@ echo "topk-logits adversarial rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.tx
 fi
 
 # 2. layernorm: the solution (round 5's: one pass at H = 8192, pipelined persistent at >= 16384).
-#    Round 6's loop3 lost (session 23; cdfc0b2:lab/layernorm/loop3). Round 7: w16 (loop3 on 16 warps
-#    and 2048-column tiles at 8192).
+#    Round 6's loop3 lost (session 23; cdfc0b2:lab/layernorm/loop3). Round 7's w16 (loop3 on 16 warps
+#    and 2048-column tiles at 8192) lost 19-33% (session 23; d52bdce:lab/layernorm/w16).
 if run layernorm; then
 timeout -k 3 46 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/layernorm:36:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/w16" \
+  "$T/layernorm:36:$S/norm/layernorm/bf16/layernorm_eager/src" \
   >"$O/layernorm.jsonl" 2>"$O/layernorm.err"
 echo "layernorm rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
 
 # 3. rmsnorm-residual: the solution (round 6's loop2 in it at H = 4096 since session 23;
-#    cdfc0b2:lab/rmsnorm-residual/loop2). Round 7: w16 and w16b (that kernel at 8192 and 16384 too). Its own slot, not what is left.
+#    cdfc0b2:lab/rmsnorm-residual/loop2). Round 7's w16b won at 8192 and is in the
+#    solution; w16 and w16b lost at 16384 (d52bdce:lab/rmsnorm-residual/w16{,b}). Its own slot, not what is left.
 if run rmsnorm-residual; then
 timeout -k 3 44 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/rmsnorm-residual:34:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src,$L/rmsnorm-residual/w16,$L/rmsnorm-residual/w16b" \
+  "$T/rmsnorm-residual:34:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src" \
   >"$O/rmsnorm-residual.jsonl" 2>"$O/rmsnorm-residual.err"
 echo "rmsnorm-residual rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi

@@ -44,11 +44,15 @@ from kzoo_judge import compare, inputs, reference  # noqa: E402
 from kzoo_judge import task as task_mod  # noqa: E402
 
 PAGE, NWARP = 16, 4
+# cufd is the catalog's solution since session 23: its sources live there alone; cufd/ keeps the
+# CPU harness (pd_host_emu.{h,cpp}) that compiles them for the CPU.
+SOL = os.path.join(HERE, "..", "..", "catalog", "solutions", "gpu", "h200", "attention", "paged_decode", "fp8",
+                   "paged_attention_decode_eager", "src")
 
 
 def load_cufd():
     """The candidate's python with its library load replaced (nothing is built or loaded here)."""
-    path = os.path.join(HERE, "cufd/paged_attention_decode.py")
+    path = os.path.join(SOL, "paged_attention_decode.py")
     src = open(path).read().replace("_build = _load_build()\n_lib = _build.load(STAGES)\n", "_build = None\n_lib = None\n")
     assert "_lib = None" in src
     mod = types.ModuleType("cufd_emul")
@@ -336,6 +340,7 @@ def emulate(mod, query, kc, ks, vc, vs, bt, sl, slots, split_B=None, maps=None):
 def build_host_emu():
     out = os.path.join(tempfile.mkdtemp(prefix="cufd_emu_"), "pd_emu.so")
     subprocess.run(["g++", "-O1", "-std=c++17", "-shared", "-fPIC", "-DKZOO_PD_HOST_EMU",
+                    "-I", SOL, "-I", os.path.join(HERE, "cufd"),
                     os.path.join(HERE, "cufd/pd_host_emu.cpp"), "-o", out], check=True)
     lib = ctypes.CDLL(out)
     lib.kzoo_pd_emu.restype = ctypes.c_int

@@ -31,7 +31,7 @@ def load(path, name):
 
 
 t0 = time.time()
-cufd = load(os.path.join(ROOT, "lab/paged-attention-decode/cufd/paged_attention_decode.py"), "cufd_pd")
+cufd = load(os.path.join(ROOT, "catalog/solutions/gpu/h200/attention/paged_decode/fp8/paged_attention_decode_eager/src/paged_attention_decode.py"), "cufd_pd")
 print("import+build %.1f s" % (time.time() - t0), flush=True)
 task = task_mod.load(os.path.join(ROOT, "catalog/tasks/paged-attention-decode/task.json"))
 ref = reference.load(task)
