@@ -36,8 +36,9 @@ K=$PWD/.device/bin/kzoo
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 NCU_CALLS=${NCU_CALLS:-5}
 # NCU_MODE=kernels (default): ncu's kernel replay, each call's kernels' own durations summed.
-# NCU_MODE=range: each call one range under --replay-mode app-range, its duration first kernel
-# to last with the idle gaps between them (a call of several kernels: docs/PERF.md, session 22).
+# NCU_MODE=range: each call one range under --replay-mode app-range. Meant to hold the idle gaps
+# between a call's kernels (docs/PERF.md, session 22); on the H200 it also holds ncu's own 1.0-1.7 ms
+# a range (docs/PERF.md, session 23), so it is a probe, not the fidelity reference.
 NCU_MODE=${NCU_MODE:-kernels}
 case "$NCU_MODE" in
   kernels) NCU_REPLAY=""; NCU_SPLIT=--by-marker; NCU_FROM="--profile-from-start off" ;;
