@@ -135,6 +135,11 @@ inline void emu_store(T* p, const T& v) {
 template <typename T>
 inline void __stcs(T* p, const T& v) { emu_store(p, v); }
 
+// cp.async copies at once (a wait has nothing to wait for); the source is checked as a load.
+inline void cp_async16(uint4* dst, const uint4* src) { *dst = emu_load(src); }
+inline void cp_async_commit() {}
+inline void cp_async_wait_all() {}
+
 inline void __syncwarp(unsigned = 0xffffffffu) { emu::bar_warp(); }
 inline void __syncthreads() { emu::bar_block(); }
 inline float __shfl_xor_sync(unsigned, float v, int m) {
