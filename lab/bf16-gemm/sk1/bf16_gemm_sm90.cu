@@ -61,6 +61,11 @@ constexpr int CONSUMER_WARPS = 8;
 constexpr int GROUP_M = KZOO_GROUP_M;        // tile rows per band of the grouped order
 constexpr int SK = KZOO_SK;                  // 0 data-parallel only, 1 hybrid stream-K, 2 also tiles < G
 constexpr int SLOT_FLOATS = BM * BN;         // one CTA's fp32 partial tile (128 KiB)
+#ifndef KZOO_FIX_BATCH
+#define KZOO_FIX_BATCH 8
+#endif
+constexpr int FIX_BATCH = KZOO_FIX_BATCH;    // partial loads in flight a thread (x 4 registers)
+static_assert((NACC / 4) % FIX_BATCH == 0, "fixup batches");
 constexpr int EPI_BOX = 64 * 64 * 2;         // 64 rows x 64 bf16 columns, 128 B rows
 constexpr int EPI_SLOTS = 2;                 // per consumer warpgroup
 constexpr int EPI_BYTES = 2 * EPI_SLOTS * EPI_BOX;
@@ -337,13 +342,20 @@ bf16_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
           }
           wg_bar(cw);
           const float* slot = ws + (size_t)c * SLOT_FLOATS + cw * (SLOT_FLOATS / 2) + 4 * wtid;
+          // FIX_BATCH loads issued before their adds: the asm loads keep their order, so one
+          // load then its adds would leave one L2 round trip in flight at a time.
 #pragma unroll
-          for (int j = 0; j < NACC / 4; ++j) {
-            const float4 v = ld_cg_f4(slot + j * 512);
-            acc[4 * j] += v.x;
-            acc[4 * j + 1] += v.y;
-            acc[4 * j + 2] += v.z;
-            acc[4 * j + 3] += v.w;
+          for (int j0 = 0; j0 < NACC / 4; j0 += FIX_BATCH) {
+            float4 v[FIX_BATCH];
+#pragma unroll
+            for (int j = 0; j < FIX_BATCH; ++j) v[j] = ld_cg_f4(slot + (j0 + j) * 512);
+#pragma unroll
+            for (int j = 0; j < FIX_BATCH; ++j) {
+              acc[4 * (j0 + j)] += v[j].x;
+              acc[4 * (j0 + j) + 1] += v[j].y;
+              acc[4 * (j0 + j) + 2] += v[j].z;
+              acc[4 * (j0 + j) + 3] += v[j].w;
+            }
           }
         }
       }
@@ -509,13 +521,17 @@ int sk_dp_tiles(int tiles, int grid, bool have_ws) {
 // without them (null, or fewer slots than SMs) the walk stays data-parallel.
 extern "C" int kzoo_bf16_gemm(const void* A, const void* B, void* out, int M, int N, int K, void* stream,
                               int* path, void* ws, int ws_slots, void* flags, unsigned gen, int* sk) {
-  static int num_sms = 0;
+  static int num_sms = 0, resident = 0;
   if (!num_sms) {
     int dev = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, dev);
     cudaError_t e = cudaFuncSetAttribute(bf16_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
     if (e != cudaSuccess) { num_sms = 0; return (int)e; }
+    // CTAs an SM can hold (1 here: 230 KB of shared memory, 168 x 384 registers); stream-K's
+    // grid of num_sms is then all resident at once.
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, bf16_gemm_kernel, THREADS, SMEM_BYTES) != cudaSuccess)
+      resident = 0;
   }
   if (sk) *sk = 0;
   if (M <= 0 || N <= 0 || K <= 0) return 0;
@@ -534,7 +550,7 @@ extern "C" int kzoo_bf16_gemm(const void* A, const void* B, void* out, int M, in
   const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   // Stream-K spins on other CTAs' flags: the grid must be exactly the SM count (one CTA an SM,
   // all resident) and every CTA must own a slot.
-  const bool have_ws = ws && flags && gen && ws_slots >= num_sms;
+  const bool have_ws = ws && flags && gen && ws_slots >= num_sms && resident >= 1;
   const int dp_tiles = sk_dp_tiles(tiles, num_sms, have_ws);
   const int grid = dp_tiles < tiles ? num_sms : (tiles < num_sms ? tiles : num_sms);
   bf16_gemm_kernel<<<grid, THREADS, SMEM_BYTES, (cudaStream_t)stream>>>(
