@@ -42,18 +42,19 @@ SLOT_FLOATS = BM * BN
 
 
 # ---------------------------------------------------------------- 1. the schedule (from the .cu)
-def sk_dp_tiles(tiles, grid, sk, have_ws=True):
+def sk_dp_tiles(tiles, nkb, grid, sk, have_ws=True):
     if sk == 0 or not have_ws or tiles % grid == 0:
         return tiles
-    if tiles < grid:
-        return 0 if sk == 2 else tiles
-    return (tiles // grid - 1) * grid
+    dp = (0 if sk == 2 else tiles) if tiles < grid else (tiles // grid - 1) * grid
+    if (tiles - dp) * nkb * grid >= 2 ** 31:  # the device Walk's 32-bit arithmetic
+        return tiles
+    return dp
 
 
 def launch(M, N, K, G, sk):
     """The host's grid and dp_tiles for a TMA-path shape."""
     tiles = -(-M // BM) * -(-N // BN)
-    dp = sk_dp_tiles(tiles, G, sk)
+    dp = sk_dp_tiles(tiles, -(-K // BK), G, sk)
     grid = G if dp < tiles else min(tiles, G)
     return tiles, -(-K // BK), dp, grid
 
@@ -285,9 +286,11 @@ def pieces_len_bug(n, bug):
 
 
 # ---------------------------------------------------------------- 3. the flag / fixup protocol
-def fixup_run(wls, seed, bug=None):
+def fixup_run(wls, seed, bug=None, resident=None):
     """wls: one (tiles, nkb, dp, grid, worklists) per call, run back to back on the same slots and
-    flags (a kernel boundary between them: every write visible). Two warpgroup agents a CTA."""
+    flags (a kernel boundary between them: every write visible). Two warpgroup agents a CTA.
+    resident: if set, at most that many CTAs hold an SM at once, dispatched in blockIdx order as
+    earlier ones exit (the kernel needs all resident; this shows what happens if they are not)."""
     rng = random.Random(seed)
     slot = {}      # (cta, cw, chunk) -> value visible to other CTAs
     flags = {}     # (cta, cw) -> visible generation
@@ -330,14 +333,21 @@ def fixup_run(wls, seed, bug=None):
                 for _ in range(rng.randint(0, 2)):  # the epilogue
                     yield lambda: True
 
+        cta_of = {}
         for c in range(grid):
             w = Walk(tiles, nkb, dp, grid, c)
             for cw in range(2):
-                agents.append(agent(c, cw, wl[c], w))
+                a = agent(c, cw, wl[c], w)
+                agents.append(a)
+                cta_of[a] = c
         waits = {}
         while True:
             ready = []
+            live = sorted({cta_of[a] for a in agents})
+            on_sm = set(live[:resident]) if resident else None
             for a in list(agents):
+                if on_sm is not None and cta_of[a] not in on_sm:
+                    continue
                 if a not in waits:
                     try:
                         waits[a] = next(a)
@@ -658,6 +668,17 @@ def main():
                  "speeds and store visibility): %d with errors (deadlock or an early read)" % (runs, len(perr)))
     lines += ["  " + x for x in perr[:5]]
     fails += len(perr)
+    # residency: the dependency edges go only to higher blockIdx and a CTA publishes its partial
+    # (its first piece) before it waits (its last piece), so with blockIdx-order dispatch a
+    # deadlock needs every resident CTA waiting on a non-resident one; with one SM it happens
+    for R in (2, 3, 1):
+        dl = 0
+        for i, (s, G, sk) in enumerate(prot_cases):
+            calls = [worklists(*s, G, sk), worklists(*s, G, sk)]
+            dl += sum(1 for seed in range(3) if any("deadlock" in x for x in fixup_run(calls, 9000 + seed, None, R)))
+        lines.append("fixup with only %d CTA(s) resident at a time (blockIdx-order dispatch): %d of %d runs deadlock%s"
+                     % (R, dl, 3 * len(prot_cases), " (expected: the control)" if R == 1 else ""))
+        fails += (dl != 0) if R > 1 else (dl == 0)
     for bug in ("no_wait", "no_gen_bump", "no_fence"):
         bad = 0
         for i, (s, G, sk) in enumerate(prot_cases):

@@ -197,17 +197,16 @@ __device__ __forceinline__ void st_f4(float* p, float a, float b, float c, float
 // One CTA's work list, walked identically by the producer thread and both consumer warpgroups:
 // its data-parallel tiles (t = cta, cta + G, ... < dp_tiles), then its stream-K range of the
 // iteration space [0, (tiles - dp_tiles) * nkb) as pieces (tile, kb0, kb1). dp_tiles == tiles
-// is cuda1's walk.
+// is cuda1's walk. 32-bit arithmetic (the producer runs under setmaxnreg 40): the host splits only
+// when sk_iters * G < 2^31.
 struct Walk {
-  int nkb, dp_tiles, grid, t;
-  long long sk_iters, k, k_end;
+  int nkb, dp_tiles, grid, t, sk_iters, k, k_end;
   __device__ __forceinline__ Walk(int tiles, int nkb_, int dp, int g, int cta)
-      : nkb(nkb_), dp_tiles(dp), grid(g), t(cta) {
-    sk_iters = (long long)(tiles - dp) * nkb_;
+      : nkb(nkb_), dp_tiles(dp), grid(g), t(cta), sk_iters((tiles - dp) * nkb_) {
     k = begin(cta);
     k_end = begin(cta + 1);
   }
-  __device__ __forceinline__ long long begin(int c) const { return sk_iters * c / grid; }
+  __device__ __forceinline__ int begin(int c) const { return sk_iters * c / grid; }
   __device__ __forceinline__ bool next(int& tile, int& kb0, int& kb1) {
     if (t < dp_tiles) {
       tile = t;
@@ -217,10 +216,10 @@ struct Walk {
       return true;
     }
     if (SK == 0 || k >= k_end) return false;
-    const long long q = k / nkb;
-    kb0 = (int)(k - q * nkb);
-    kb1 = (int)min((long long)nkb, kb0 + (k_end - k));
-    tile = dp_tiles + (int)q;
+    const int q = k / nkb;
+    kb0 = k - q * nkb;
+    kb1 = min(nkb, kb0 + (k_end - k));
+    tile = dp_tiles + q;
     k += kb1 - kb0;
     return true;
   }
@@ -330,9 +329,9 @@ bf16_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant_
       if (kb1 < nkb) {
         // Owner piece of a split tile: add every later CTA whose range starts inside this tile
         // (empty ranges contribute nothing and publish nothing).
-        const long long tile_end = (long long)(t - dp_tiles + 1) * nkb;
+        const int tile_end = (t - dp_tiles + 1) * nkb;
         for (int c = blockIdx.x + 1; c < (int)gridDim.x; ++c) {
-          const long long b = w.begin(c);
+          const int b = w.begin(c);
           if (b >= tile_end) break;
           if (w.begin(c + 1) == b) continue;
           if (leader) {
@@ -506,10 +505,11 @@ bool make_out_map(CUtensorMap* map, void* ptr, int M, int N) {
 // The stream-K split's first tile: (tiles / G - 1) * G data-parallel tiles, the rest (between G
 // and 2G tiles) stream-K; tiles when the walk stays data-parallel (an even split, too few tiles,
 // KZOO_SK 0, or no workspace for G slots). KZOO_SK 2 also splits tiles < G (all stream-K).
-int sk_dp_tiles(int tiles, int grid, bool have_ws) {
+int sk_dp_tiles(int tiles, int nkb, int grid, bool have_ws) {
   if (SK == 0 || !have_ws || tiles % grid == 0) return tiles;
-  if (tiles < grid) return SK == 2 ? 0 : tiles;
-  return (tiles / grid - 1) * grid;
+  const int dp = tiles < grid ? (SK == 2 ? 0 : tiles) : (tiles / grid - 1) * grid;
+  if ((long long)(tiles - dp) * nkb * grid >= (1LL << 31)) return tiles;  // Walk's 32-bit range
+  return dp;
 }
 
 }  // namespace
@@ -551,7 +551,7 @@ extern "C" int kzoo_bf16_gemm(const void* A, const void* B, void* out, int M, in
   // Stream-K spins on other CTAs' flags: the grid must be exactly the SM count (one CTA an SM,
   // all resident) and every CTA must own a slot.
   const bool have_ws = ws && flags && gen && ws_slots >= num_sms && resident >= 1;
-  const int dp_tiles = sk_dp_tiles(tiles, num_sms, have_ws);
+  const int dp_tiles = sk_dp_tiles(tiles, (K + BK - 1) / BK, num_sms, have_ws);
   const int grid = dp_tiles < tiles ? num_sms : (tiles < num_sms ? tiles : num_sms);
   bf16_gemm_kernel<<<grid, THREADS, SMEM_BYTES, (cudaStream_t)stream>>>(
       ma, mb, mc, tma_store, (__nv_bfloat16*)out, M, N, K, dp_tiles, (float*)ws, (unsigned*)flags, gen);
