@@ -664,7 +664,7 @@ def main():
         runs += 1
         if e:
             perr.append("mixed: %s" % e[:2])
-    lines.append("fixup protocol: %d random interleavings (8 shape/G cases, two calls each, 4-14 agents, random "
+    lines.append("fixup protocol: %d random interleavings (8 shape/G cases, two calls each, 6-14 warpgroup agents, random "
                  "speeds and store visibility): %d with errors (deadlock or an early read)" % (runs, len(perr)))
     lines += ["  " + x for x in perr[:5]]
     fails += len(perr)
