@@ -637,7 +637,7 @@ def main():
             if e:
                 rerr.append("%s G=%d SK=%d cta %d: %s" % (s, G, sk, c, e[:2]))
     lines.append("ring with stream-K pieces: %d random interleavings over %d CTA work lists with split pieces "
-                 "(1-4 pieces, 1-33 k blocks each): %d with errors" % (runs, len(cases), len(rerr)))
+                 "(1-6 pieces, 2-32 k blocks each): %d with errors" % (runs, len(cases), len(rerr)))
     lines += ["  " + x for x in rerr[:5]]
     fails += len(rerr)
     for bug in ("scale_by_kb", "it_plus_one"):
