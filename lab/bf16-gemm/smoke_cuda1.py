@@ -1,8 +1,11 @@
-# Device smoke test of lab/bf16-gemm/cuda1 (optional; run_bf16.sh is the bench):
+# Device smoke test of a lab/bf16-gemm CUDA variant (optional; run_bf16.sh is the bench):
 #   timeout 60 $PY lab/bf16-gemm/smoke_cuda1.py lab/bf16-gemm/cuda1 [t]
+#   KZOO_SK=2 timeout 60 $PY lab/bf16-gemm/smoke_cuda1.py lab/bf16-gemm/sk1 [t]
 # Each shape: the path the library took (1 TMA + TMA store, 2 TMA + register store, 3 fallback),
-# the board's elementwise bound ratio (0.01 + 0.01 |ref|) and the relative Frobenius error against
-# the reference; with a second argument, CUDA-events timing at the graded shapes beside cuBLAS.
+# whether it split tiles by stream-K (sk1: `sk 1`), the board's elementwise bound ratio (0.01 +
+# 0.01 |ref|), the relative Frobenius error against the reference, and whether a second call on
+# the same inputs gives the same bits (sk1: a stale flag or slot would show here); with a second
+# argument, CUDA-events timing at the graded shapes beside cuBLAS.
 import importlib.util
 import json
 import os
@@ -20,21 +23,27 @@ print("import+build %.1f s" % (time.time() - t0), flush=True)
 task = json.load(open("catalog/tasks/bf16-gemm/task.json"))
 w = task["workloads"]["synthetic"]
 for M, N, K in [tuple(s) for s in w["correctness"]] + [(8, 8, 8), (1000, 1000, 2048), (384, 768, 8192),
-                                                        (130, 520, 136), (2048, 2048, 8192)]:
+                                                        (130, 520, 136), (2048, 2048, 8192), (4096, 4096, 1024),
+                                                        (4100, 4100, 520)]:
     A = torch.randn(M, K, device="cuda").bfloat16()
     B = torch.randn(N, K, device="cuda").bfloat16()
     o = m.bf16_gemm(A, B).float()
+    sk = getattr(m, "_sk", None)
+    sk = sk.value if sk is not None else 0
+    same = torch.equal(m.bf16_gemm(A, B).float(), o)
     torch.cuda.synchronize()
     r = (A.float() @ B.float().t()).to(torch.bfloat16).float()
     ratio = ((o - r).abs() / (0.01 + 0.01 * r.abs())).max().item()
     rel = ((o - r).norm() / r.norm()).item()
-    print("shape %s path %d bound_ratio %.3f relfro %.2e %s" % ((M, N, K), m._path.value, ratio, rel,
-                                                                 "ok" if ratio <= 1 and rel <= 0.01 else "FAIL"), flush=True)
+    print("shape %s path %d sk %d bound_ratio %.3f relfro %.2e repeat %s %s"
+          % ((M, N, K), m._path.value, sk, ratio, rel, "same" if same else "DIFFERS",
+             "ok" if ratio <= 1 and rel <= 0.01 and same else "FAIL"), flush=True)
 if len(sys.argv) > 2:
     for M, N, K in w["graded"]:
         A = torch.randn(M, K, device="cuda").bfloat16()
         B = torch.randn(N, K, device="cuda").bfloat16()
-        for name, fn in (("cuda1", lambda: m.bf16_gemm(A, B)), ("cublas", lambda: A @ B.t())) * 2:
+        for name, fn in ((os.path.basename(os.path.normpath(src)), lambda: m.bf16_gemm(A, B)),
+                         ("cublas", lambda: A @ B.t())) * 2:
             for _ in range(3):
                 fn()
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
