@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issues 19-20's kernel labs in one device call, each winner then graded in the catalog's place.
 # For each bench of BENCHES (default "gemm bf16 decode"): run it (gemm: lab/run_gemm.sh, its
-# FP8_CANDS; bf16: lab/run_bf16.sh, the CUDA C++ cuda1; decode: the paged-decode solution beside
+# FP8_CANDS; bf16: lab/run_bf16.sh, the CUDA C++ cuda1 and sk1 (stream-K); rows: lab/run_rows.sh's
+# ROWS_GROUPS (layernorm and rmsnorm-residual: round 8's cuda1 beside each solution); decode: the paged-decode solution beside
 # DECODE_CANDS, folders under lab/paged-attention-decode/; session 23 ran fp8 round 9, cuda1 and
 # cufd, which became the decode solution), pick the winner (lab/pick.py: correct everywhere, geomean 1% under the
 # solution's events, no shape 1% slower), copy it over the solution's src/ -- in this tree, which on
@@ -44,8 +45,20 @@ for b in ${BENCHES:-gemm bf16 decode}; do
         OUT="$O" KZOO_PYTHON="$PY" timeout -k 3 160 bash lab/run_gemm.sh >"$O/gemm.log" 2>&1
         promote fp8-blockscale-gemm $S/gemm/blockscale/fp8/fp8_blockscale_gemm_eager/src "$O"/gemm/*.jsonl ;;
       bf16)
-        OUT="$O" KZOO_PYTHON="$PY" timeout -k 3 100 bash lab/run_bf16.sh >"$O/bf16.log" 2>&1
+        OUT="$O" KZOO_PYTHON="$PY" timeout -k 3 145 bash lab/run_bf16.sh >"$O/bf16.log" 2>&1
         promote bf16-gemm $S/gemm/dense/bf16/bf16_gemm_eager/src "$O"/bf16/*.jsonl ;;
+      rows)
+        # lab/run_rows.sh's groups (ROWS_GROUPS, default the two norms with an open round), each
+        # task's winner graded in its solution's place.
+        OUT="$O" KZOO_PYTHON="$PY" LAB_GROUPS="${ROWS_GROUPS:-layernorm rmsnorm-residual}" timeout -k 3 200 \
+            bash lab/run_rows.sh >"$O/rows.log" 2>&1
+        for g in ${ROWS_GROUPS:-layernorm rmsnorm-residual}; do
+            case $g in
+              layernorm) promote layernorm $S/norm/layernorm/bf16/layernorm_eager/src "$O"/rows/layernorm.jsonl ;;
+              rmsnorm-residual) promote rmsnorm-residual $S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src "$O"/rows/rmsnorm-residual.jsonl ;;
+              *) echo "rows: $g has no promotion here" >>"$O/summary.txt" ;;
+            esac
+        done ;;
       decode)
         mkdir -p "$O/decode"
         dc=(); for c in ${DECODE_CANDS:-}; do dc+=("lab/paged-attention-decode/$c"); done
@@ -54,7 +67,7 @@ for b in ${BENCHES:-gemm bf16 decode}; do
             $S/attention/paged_decode/fp8/paged_attention_decode_eager/src "${dc[@]}" \
             --calls 20 --deadline-s 93 >"$O/decode/decode_cand.jsonl" 2>"$O/decode/decode_cand.stderr"
         promote paged-attention-decode $S/attention/paged_decode/fp8/paged_attention_decode_eager/src "$O"/decode/*.jsonl ;;
-      *) echo "run_and_grade.sh: unknown bench '$b' (gemm, bf16, decode)" >&2; exit 2 ;;
+      *) echo "run_and_grade.sh: unknown bench '$b' (gemm, bf16, rows, decode)" >&2; exit 2 ;;
     esac
 done
 echo "total $(( $(date +%s) - T0 )) s" >>"$O/summary.txt"

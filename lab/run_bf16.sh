@@ -2,12 +2,11 @@
 # Issue 20's bf16-gemm lab bench (lab/bf16-gemm/NOTES.md): the catalog solution (Triton, "$SOL")
 # and the CUDA C++ candidates cuda1 and sk1 (cuda1 + stream-K), each checked at every correctness
 # and graded shape against the comparator and the board's elementwise bound and timed at every
-# graded shape (catalog_helper.py lab) beside the eager baseline (cuBLAS, A @ B.t()). Step 1: the
-# solution and cuda1 (63 s in session 23). Step 2: cuda1 and sk1 in one process (the timing
-# interleaves them shape by shape: the A/B of the stream-K schedule; cuda1's library is already
-# built). A hang is the likeliest failure of a new protocol: each step runs under `timeout 90`,
-# --deadline-s 70 stops new work first. Run from the repository root on the H200; output under
-# "${OUT:-/tmp/out}/bf16/". Under ~150 s of wall time (2 x 63-75 s; 2 x 93 s if both time out).
+# graded shape (catalog_helper.py lab) beside the eager baseline (cuBLAS, A @ B.t()), in one
+# process (the timing interleaves them shape by shape). A hang is the likeliest failure of a new
+# protocol: the step runs under `timeout 130`, --deadline-s 110 stops new work first; the lab
+# prints each source's lines as it goes (the solution first). Run from the repository root on the
+# H200; output under "${OUT:-/tmp/out}/bf16/". Under ~140 s of wall time.
 set -u
 PY="${KZOO_PYTHON:-python3}"
 DEST="${OUT:-/tmp/out}/bf16"
@@ -26,6 +25,7 @@ step() {  # step TAG DEADLINE TIMEOUT SRC...
     cat "$DEST/$name.$tag.jsonl"
     tail -n 30 "$DEST/$name.$tag.stderr"
 }
-step cuda1 70 90 "$SOL" "$LAB/cuda1"
-step sk1 70 90 "$LAB/cuda1" "$LAB/sk1"
+# One process for the three (session 24): lab/pick.py compares each candidate with the solution's
+# events, which are then from the same process; the control (cuda1) sits beside sk1 as well.
+step sk1 110 130 "$SOL" "$LAB/cuda1" "$LAB/sk1"
 echo "total $(( $(date +%s) - T0 )) s" | tee "$DEST/total.txt"
