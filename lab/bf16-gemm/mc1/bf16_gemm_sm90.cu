@@ -486,9 +486,11 @@ bool make_out_map(CUtensorMap* map, void* ptr, int M, int N) {
 // Clusters of two co-resident at once on device dev (cudaOccupancyMaxActiveClusters: a GPC with
 // an odd count of free SMs leaves one unpaired, so this may be below #SMs / 2); 0 when the device
 // or the driver gives none (then the host runs the CL = 1 kernel, cuda1's). Cached per device.
+int g_cluster_cache[64];
+bool g_cluster_known[64];
 int max_clusters_for(int dev) {
-  static int cache[64];
-  static bool known[64];
+  int* cache = g_cluster_cache;
+  bool* known = g_cluster_known;
   if (dev < 0 || dev >= 64) return 0;
   if (known[dev]) return cache[dev];
   int n = 0;
@@ -571,8 +573,14 @@ extern "C" int kzoo_bf16_gemm(const void* A, const void* B, void* out, int M, in
     cfg.numAttrs = 1;
     cudaError_t e = cudaLaunchKernelEx(&cfg, bf16_gemm_kernel<2>, ma, KZOO_MC ? mbh : mb, mc, tma_store,
                                        (__nv_bfloat16*)out, M, N, K);
-    if (e == cudaSuccess) g_last_clusters = (int)cfg.gridDim.x / 2;
-    return e != cudaSuccess ? (int)e : (int)cudaGetLastError();
+    if (e == cudaSuccess) {
+      g_last_clusters = (int)cfg.gridDim.x / 2;
+      return (int)cudaGetLastError();
+    }
+    // A cluster launch refused although the query allowed it (another context holding SMs, a
+    // partitioned device): clear the error, stop trying on this device, run cuda1's launch.
+    (void)cudaGetLastError();
+    g_cluster_cache[dev] = 0;
   }
   const int tiles = tiles_m * tiles_n;
   const int grid = tiles < num_sms[dev] ? tiles : num_sms[dev];
