@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 20's bf16-gemm lab bench (lab/bf16-gemm/NOTES.md): the catalog solution (Triton, "$SOL")
-# and the CUDA C++ candidates cuda1 and sk1 (cuda1 + stream-K), each checked at every correctness
+# and the CUDA C++ candidates cuda1 and mc1 (cuda1 as 2-CTA clusters with B multicast), each checked at every correctness
 # and graded shape against the comparator and the board's elementwise bound and timed at every
 # graded shape (catalog_helper.py lab) beside the eager baseline (cuBLAS, A @ B.t()), in one
 # process (the timing interleaves them shape by shape). A hang is the likeliest failure of a new
@@ -26,6 +26,8 @@ step() {  # step TAG DEADLINE TIMEOUT SRC...
     tail -n 30 "$DEST/$name.$tag.stderr"
 }
 # One process for the three (session 24): lab/pick.py compares each candidate with the solution's
-# events, which are then from the same process; the control (cuda1) sits beside sk1 as well.
-step sk1 110 130 "$SOL" "$LAB/cuda1" "$LAB/sk1"
+# events, which are then from the same process; the control (cuda1) sits beside mc1 as well.
+# (sk1, round 2, lost at shape 1 and left the step.) mc1's knobs come from the environment
+# (KZOO_MC=0: the cluster walk without multicast; KZOO_CLUSTER=1: cuda1's launch).
+step mc1 110 130 "$SOL" "$LAB/cuda1" "$LAB/mc1"
 echo "total $(( $(date +%s) - T0 )) s" | tee "$DEST/total.txt"
