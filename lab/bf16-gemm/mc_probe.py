@@ -1,12 +1,13 @@
 """Where mc1's clusters lose (session 24: 30% slower than cuda1 in the lab, 1839 / 924 / 945 us).
 
-Times lab/bf16-gemm/mc1 under three builds, each in a process of its own (the knobs are read at
+Times lab/bf16-gemm/mc1 under four builds, each in a process of its own (the knobs are read at
 import): KZOO_MC=1 (clusters of two, B's halves multicast), KZOO_MC=0 (the same clusters and pair
 walk, each CTA loading its whole B: the lockstep's cost without multicast) and KZOO_CLUSTER=1
-(cuda1's launch from the same source), beside cuBLAS, at the graded shapes; prints the
+(cuda1's launch from the same source), and KZOO_MC=1 with KZOO_RELCLUSTER=1 (the remote
+arrival released at cluster scope, as the lab run had it), beside cuBLAS, at the graded shapes; prints the
 co-resident cluster count the host used. One JSON line per (build, shape).
 
-    python3 lab/bf16-gemm/mc_probe.py            # the driver: runs the three children
+    python3 lab/bf16-gemm/mc_probe.py            # the driver: runs the four children
 """
 import json
 import os
@@ -52,7 +53,8 @@ def child():
 def main():
     if os.environ.get("PROBE_BUILD"):
         return child()
-    for build, env in (("mc", {"KZOO_MC": "1"}), ("nomc", {"KZOO_MC": "0"}), ("cuda1", {"KZOO_CLUSTER": "1"})):
+    for build, env in (("mc", {"KZOO_MC": "1"}), ("mc_relcluster", {"KZOO_MC": "1", "KZOO_RELCLUSTER": "1"}),
+                       ("nomc", {"KZOO_MC": "0"}), ("cuda1", {"KZOO_CLUSTER": "1"})):
         e = dict(os.environ, PROBE_BUILD=build, **env)
         r = subprocess.run([sys.executable, os.path.abspath(__file__)], env=e, timeout=100)
         if r.returncode:

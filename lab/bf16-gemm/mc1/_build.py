@@ -28,15 +28,15 @@ def _nvcc():
     return shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 
 
-def flags(stages, group_m, mc=1, cluster=2):
+def flags(stages, group_m, mc=1, cluster=2, relcluster=0):
     return ["-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-lineinfo", "-shared",
             "-Xcompiler", "-fPIC", "-DKZOO_STAGES=%d" % stages, "-DKZOO_GROUP_M=%d" % group_m,
-            "-DKZOO_MC=%d" % mc, "-DKZOO_CLUSTER=%d" % cluster]
+            "-DKZOO_MC=%d" % mc, "-DKZOO_CLUSTER=%d" % cluster, "-DKZOO_RELCLUSTER=%d" % relcluster]
 
 
-def load(stages, group_m, mc=1, cluster=2):
+def load(stages, group_m, mc=1, cluster=2, relcluster=0):
     """The built library, its entry points typed."""
-    fl = flags(stages, group_m, mc, cluster)
+    fl = flags(stages, group_m, mc, cluster, relcluster)
     with open(SOURCE, "rb") as f:
         digest = hashlib.sha256(f.read() + " ".join(fl).encode()).hexdigest()[:16]
     root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions")

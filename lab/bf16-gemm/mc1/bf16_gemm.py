@@ -9,7 +9,8 @@
 #
 # Knobs from the environment at import (each value its own library): KZOO_MC (1; 0 = the same
 # cluster walk without multicast: the control), KZOO_CLUSTER (2; 1 = cuda1's launch),
-# KZOO_STAGES (4), KZOO_GROUP_M (8).
+# KZOO_STAGES (4), KZOO_GROUP_M (8), KZOO_RELCLUSTER (0: CUTLASS's remote arrival; 1: released at
+# cluster scope, session 24's first form).
 #
 # Shapes the TMA path does not take (K % 8 != 0: TMA's 16-byte row stride; misaligned bases)
 # run a simple tiled CUDA kernel in the same library; N % 8 != 0 keeps the TMA mainloop with a
@@ -25,6 +26,7 @@ STAGES = int(os.environ.get("KZOO_STAGES", "4"))    # 48 KiB stages + 32 KiB of 
 GROUP_M = int(os.environ.get("KZOO_GROUP_M", "8"))  # tile rows per band (the pair walk: half as many pair rows)
 MC = int(os.environ.get("KZOO_MC", "1"))            # B's halves multicast across the pair
 CLUSTER = int(os.environ.get("KZOO_CLUSTER", "2"))  # CTAs a cluster (1: cuda1's launch)
+RELCLUSTER = int(os.environ.get("KZOO_RELCLUSTER", "0"))  # 1: the remote arrival released at cluster scope
 
 
 def _load_build():
@@ -38,7 +40,7 @@ def _load_build():
 
 _build = _load_build()
 try:
-    _lib = _build.load(STAGES, GROUP_M, MC, CLUSTER)
+    _lib = _build.load(STAGES, GROUP_M, MC, CLUSTER, RELCLUSTER)
     _lib_error = None
 except Exception as e:  # noqa: BLE001 - only a machine without CUDA may go on (CPU maths)
     if torch.cuda.is_available():

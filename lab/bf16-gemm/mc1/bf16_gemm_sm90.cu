@@ -59,6 +59,9 @@
 #define KZOO_CLUSTER 2
 #endif
 static_assert(KZOO_CLUSTER == 1 || KZOO_CLUSTER == 2, "clusters of 1 or 2 CTAs");
+#ifndef KZOO_RELCLUSTER
+#define KZOO_RELCLUSTER 0
+#endif
 static_assert(KZOO_GROUP_M % 2 == 0, "the pair walk's band is GROUP_M / 2 pair rows");
 
 namespace {
@@ -148,10 +151,16 @@ __device__ __forceinline__ uint32_t mapa_cta(uint32_t b, uint32_t cta) {
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(b), "r"(cta));
   return remote;
 }
-// Arrive on an mbarrier given by its shared::cluster address; release at cluster scope orders
-// this warp's completed wgmma reads of the stage before the refill.
+// Arrive on an mbarrier given by its shared::cluster address. The default is CUTLASS's
+// ClusterBarrier form (release at CTA scope): the stage's reads are wgmma reads already waited
+// for. KZOO_RELCLUSTER=1 builds the cluster-scope release round 3 first had (the fp8 lab's n192mc
+// form), which must also order the warp's other memory traffic: the suspect for both 30% losses.
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t cluster_addr) {
+#if KZOO_RELCLUSTER
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
+#else
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
+#endif
 }
 
 // ---- wgmma ----
