@@ -16,7 +16,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "fp8_gemm_sm90.cu")
-NAME = "kzoo_fp8_blockscale_gemm"
+NAME = "kzoo_fp8_blockscale_gemm_c128"
 
 
 def _nvcc():
@@ -32,14 +32,15 @@ def _nvcc():
     return shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 
 
-def flags(promote, stages):
+def flags(promote, stages, mc=1, relcluster=0):
     return ["-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-lineinfo", "-shared",
-            "-Xcompiler", "-fPIC", "-DKZOO_PROMOTE=%d" % promote, "-DKZOO_STAGES=%d" % stages]
+            "-Xcompiler", "-fPIC", "-DKZOO_PROMOTE=%d" % promote, "-DKZOO_STAGES=%d" % stages,
+            "-DKZOO_MC=%d" % mc, "-DKZOO_RELCLUSTER=%d" % relcluster]
 
 
-def load(promote, stages):
+def load(promote, stages, mc=1, relcluster=0):
     """The built library, its entry points typed."""
-    fl = flags(promote, stages)
+    fl = flags(promote, stages, mc, relcluster)
     with open(SOURCE, "rb") as f:
         digest = hashlib.sha256(f.read() + " ".join(fl).encode()).hexdigest()[:16]
     root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "torch_extensions")
