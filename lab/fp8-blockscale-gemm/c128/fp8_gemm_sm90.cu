@@ -462,13 +462,14 @@ bool make_out_map(CUtensorMap* map, void* ptr, int M, int N) {
 
 }  // namespace
 
+// Clusters resident at once, per device (a GPC may leave an SM unpaired, so this can be below
+// SMs / 2); without the cluster, one CTA per SM. 0 until the device's first launch.
+constexpr int MAX_DEV = 64;
+static int max_clusters[MAX_DEV] = {};
+
 // Returns 0 on success, a cudaError_t, or -1 when a tensor map could not be made.
 extern "C" int kzoo_fp8_blockscale_gemm(const void* A, const float* A_scale, const void* B, const float* B_scale,
                                         void* out, int M, int N, int K, void* stream) {
-  // Clusters resident at once, per device (a GPC may leave an SM unpaired, so this can be below
-  // SMs / 2); without the cluster, one CTA per SM.
-  constexpr int MAX_DEV = 64;
-  static int max_clusters[MAX_DEV] = {};
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return (int)e;
@@ -517,3 +518,14 @@ extern "C" int kzoo_fp8_config(int* promote, int* stages) {
   return 0;
 }
 
+
+// The launch shape for the lab's logs: CTAs a cluster, clusters resident on the current device
+// (0 before its first launch), dynamic shared memory a CTA.
+extern "C" int kzoo_fp8_grid(int* cluster, int* clusters, int* smem) {
+  int dev = 0;
+  cudaGetDevice(&dev);
+  *cluster = CLUSTER;
+  *clusters = dev >= 0 && dev < MAX_DEV ? max_clusters[dev] : 0;
+  *smem = SMEM_BYTES;
+  return 0;
+}
