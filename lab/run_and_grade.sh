@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issues 19-20's kernel labs in one device call, each winner then graded in the catalog's place.
 # For each bench of BENCHES (default "gemm bf16 decode"): run it (gemm: lab/run_gemm.sh, its
-# FP8_CANDS; bf16: lab/run_bf16.sh, the CUDA C++ cuda1 and mc1 (clusters); rows: lab/run_rows.sh's
+# FP8_CANDS; bf16: lab/run_bf16.sh, the CUDA C++ base cuda1 and any open round; rows: lab/run_rows.sh's
 # ROWS_GROUPS (default layernorm and rmsnorm-residual; session 24 ran round 8's cuda1 there); decode: the paged-decode solution beside
 # DECODE_CANDS, folders under lab/paged-attention-decode/; session 23 ran fp8 round 9, cuda1 and
 # cufd, which became the decode solution), pick the winner (lab/pick.py: correct everywhere, geomean 1% under the

@@ -1,13 +1,10 @@
 # Device smoke test of a lab/bf16-gemm CUDA variant (optional; run_bf16.sh is the bench):
 #   timeout 60 $PY lab/bf16-gemm/smoke_cuda1.py lab/bf16-gemm/cuda1 [t]
-#   KZOO_SK=2 timeout 60 $PY lab/bf16-gemm/smoke_cuda1.py lab/bf16-gemm/sk1 [t]
-#   [KZOO_MC=0 | KZOO_CLUSTER=1] timeout 60 $PY lab/bf16-gemm/smoke_cuda1.py lab/bf16-gemm/mc1 [t]
 # Each shape: the path the library took (1 TMA + TMA store, 2 TMA + register store, 3 fallback),
-# whether it split tiles by stream-K (sk1: `sk 1`), the clusters of the launch (mc1: `cl 66`; 0 =
-# it ran without clusters; the knobs and the device's co-resident 2-CTA clusters are printed after
-# the import), the board's elementwise bound ratio (0.01 +
+# whether it split tiles by stream-K (a variant exposing `_sk`, as round 2's sk1 did), the clusters
+# of the launch (one exposing `_mc_info`, as round 3's mc1 did; 0 = none), the board's elementwise bound ratio (0.01 +
 # 0.01 |ref|), the relative Frobenius error against the reference, and whether a second call on
-# the same inputs gives the same bits (sk1: a stale flag or slot would show here); with a second
+# the same inputs gives the same bits (a stale stream-K flag or slot would show here); with a second
 # argument, CUDA-events timing at the graded shapes beside cuBLAS.
 import importlib.util
 import json
