@@ -90,6 +90,8 @@ class Child:
         self.pid = self.proc.pid
         self.sleep_rate = 0.0
         self.pad_note = None  # GPU: the child's launch pad (pad.py), as it reported it
+        self.spans_ok = False  # GPU: its calls can be timed by device spans (spans.py)
+        self.spans_note = None  # why not, or what they are
         self._setup_timeout = setup_timeout
         self.send(("setup", device, l2_bytes))
         self._set_up = False
@@ -120,6 +122,8 @@ class Child:
         info = r[1] if isinstance(r[1], dict) else {}
         self.sleep_rate = float(info.get("sleep_cycles_per_us", 0.0))
         self.pad_note = str(info["pad"])[:200] if "pad" in info else None
+        self.spans_ok = info.get("spans") is True
+        self.spans_note = str(info["spans_note"])[:400] if "spans_note" in info else None
         self._set_up = True
 
     def arenas(self, in_bytes, out_bytes):

@@ -85,6 +85,8 @@ class Harness:
         self.bell = None  # the doorbell that starts and ends a paced timed call (bell.py)
         self.sleep_rate = 0.0  # GPU: cycles of torch.cuda._sleep per microsecond (_busy)
         self.pad = None  # GPU: the launch pad that holds every SM (pad.py); None: calls run unpadded
+        self.span_session = None  # GPU: the open profiler session of a batch timed by spans (spans.py)
+        self.span_calls = 0  # calls marked in it so far
 
     # --- messages -----------------------------------------------------------
     def setup(self, device, l2_bytes):
@@ -102,8 +104,10 @@ class Harness:
             self._ctx_sync = _driver_sync()
             from . import pad
             self.pad, why = pad.ExclusivePad.load()
+            spans_why = self._spans_self_test() if self.pad else "no launch pad to open a call's span"
             return ("ok", {"pid": os.getpid(), "torch": str(torch.__version__), "sleep_cycles_per_us": self.sleep_rate,
-                           "pad": "every SM, %d blocks" % self.pad.blocks if self.pad else "none: %s" % why})
+                           "pad": "every SM, %d blocks" % self.pad.blocks if self.pad else "none: %s" % why,
+                           "spans": spans_why is None, "spans_note": spans_why or "device activity records"})
         return ("ok", {"pid": os.getpid(), "torch": str(torch.__version__)})
 
     def _sleep_rate(self):
@@ -175,6 +179,49 @@ class Harness:
         if self.out_arena is None:
             self.keep = sent
         return sent, None
+
+    def _spans_self_test(self):
+        """None when a profiler session here gives the device's records of a padded, marked call
+        (spans.py), else why not: a torch without Kineto's CUDA activity, CUPTI refused. Also
+        brings CUPTI up before anything is timed (its first session is the slow one)."""
+        import torch
+        from . import spans
+        try:
+            prof = spans.session()
+            stream = torch.cuda.current_stream().cuda_stream
+            why = self.pad.launch(0.001, stream)
+            torch.cuda._sleep(1000)  # a call's work
+            why = why or self.pad.mark(stream)
+            torch.cuda.synchronize()
+            recs = spans.stop(prof)
+        except Exception as e:  # noqa: BLE001 - any failure means: time by events
+            return "the profiler failed: %s: %s" % (type(e).__name__, str(e)[:200])
+        if why:
+            return why
+        if spans.per_call(recs, 1)[0] <= 0:
+            return "the profiler's records did not show a marked call (%d records: %s)" % (
+                len(recs), ", ".join(sorted({r[0][:40] for r in recs}))[:300])
+        return None
+
+    def _spans_stop(self, read=True):
+        """Close a batch's span session: (calls it marked, its records, when `read`), or (0, [])
+        with none open."""
+        prof, n = self.span_session, self.span_calls
+        self.span_session, self.span_calls = None, 0
+        if prof is None:
+            return 0, []
+        if not read:
+            prof.__exit__(None, None, None)
+            return n, []
+        from . import spans
+        return n, spans.stop(prof)
+
+    def spans(self):
+        """The device span of each call marked since the batch's session opened (spans.per_call),
+        -1 where the records cannot say; the session is closed."""
+        from . import spans
+        n, recs = self._spans_stop()
+        return ("spans", spans.per_call(recs, n) if n else [])
 
     def prepare(self, sets, opts=None):
         """The input sets of the next "go". With opts["spin"] (a paced CPU call whose judge has a
@@ -270,6 +317,16 @@ class Harness:
         trace, enqueue, places, phases = bool(opts.get("trace")), [], [], []
         # The tail (Options.tail): the GPU events' ("events") or the device sync's own ("sync").
         synced, blocked = opts.get("tail") == "sync", []
+        # Timed by spans (spans.py): a profiler session open over the batch, each call opened by
+        # the pad and closed by a mark after its device sync; "spans" reads and closes it.
+        # A batch's first call ("span_first") opens a fresh session: one left open by a batch
+        # broken off before its "spans" holds stale records.
+        marked = cuda and bool(opts.get("spans")) and self.pad is not None
+        if self.span_session is not None and (not marked or opts.get("span_first")):
+            self._spans_stop(read=False)
+        if marked and self.span_session is None:
+            from . import spans
+            self.span_session = spans.session()
         if cuda:
             # Per call: start, the stream's end (right after the call, in stream order) and the
             # device's end (after a device-wide sync). The judge takes the stream's figure unless
@@ -297,7 +354,7 @@ class Harness:
                         return ("error", "the judge did not ring the doorbell")
                 if cuda:
                     h0 = _clock()
-                    self._pad(pad_us)
+                    self._pad(pad_us if pad_us > 0 or not marked else 0.001)
                     starts[i].record()
                     r = fn(*args)
                     mids[i].record()
@@ -309,6 +366,12 @@ class Harness:
                     blocked.append(self._drain(mids[i]))
                     if ends is not None:
                         ends[i].record()
+                    if marked and self.pad is not None:
+                        import torch
+                        why = self.pad.mark(torch.cuda.current_stream().cuda_stream)
+                        if why:
+                            return ("error", why)
+                        self.span_calls += 1
                     h3 = _clock() if trace else 0
                     if trace:
                         places.append(_places(args, r))  # after the window: host work of its own
@@ -368,6 +431,7 @@ class Harness:
         """Untimed profiler pass over the prepared sets: op/kernel names, and the outputs (checked too)."""
         from . import profiling  # here: the child imports torch only once it is pinned (main)
         outs = []
+        self._spans_stop(read=False)  # one profiler session at a time
         with profiling.session(self.device) as prof:
             for args in self.sets:
                 outs.append(self.fn(*args))
@@ -470,6 +534,7 @@ def main():
                 return 0
             reply = {
                 "setup": h.setup, "load": h.load, "arena": h.arena, "prepare": h.prepare, "go": h.go, "profile": h.profile,
+                "spans": h.spans,
             }[op](*args)
         except BaseException as e:  # noqa: BLE001 - reported to the judge as text
             if isinstance(e, KeyboardInterrupt):

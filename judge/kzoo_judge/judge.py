@@ -62,6 +62,13 @@ class Options:
         self.tail = raw.get("tail", "sync")
         if self.tail not in ("events", "sync"):
             raise ValueError("KZOO_OPTIONS: tail is \"events\" or \"sync\", not %r" % (self.tail,))
+        # GPU: what a timed call's figure is (docs/JUDGE.md, "The device span"). "span": the
+        # device's own records of the call's work, first start to last end on every stream
+        # (spans.py), where every child of the run can read them; "window": the CUDA events'
+        # stream window plus the tail's charge over calibrated floors (timing.window_ns).
+        self.figure = raw.get("figure", "span")
+        if self.figure not in ("span", "window"):
+            raise ValueError("KZOO_OPTIONS: figure is \"span\" or \"window\", not %r" % (self.figure,))
         # Log every timed call's figures (stream, tail, the judge's clock): a diagnostic.
         self.trace = bool(raw.get("trace", False))
         # Profile the judge's own Python (cProfile) and log its busiest functions at the end:
@@ -248,7 +255,9 @@ class Judge:
             self._check_tails(tails)
             floors = timing.TailFloors()
             floors.add([0] * len(tails), tails)
-            if self.device == "cuda" and child.sleep_rate > 0:
+            if self.device == "cuda" and child.sleep_rate > 0 and not self._spans_own(child):
+                # The floors by call length serve the events' window only: a child timed by
+                # spans reads side-stream work in the device's records (~0.5 s a child saved).
                 if child.level_floors is None:
                     child.level_floors = timing.TailFloors()
                     self._calibrate_floors(child, dims, key, trivial, out_slot, child.level_floors, make_set)
@@ -260,6 +269,29 @@ class Judge:
             for n, w in samples:
                 best[n] = min(best.get(n, w), w)
             overheads.setdefault(key, timing.Overhead.fit(sorted(best.items())))
+
+    def _spans_own(self, child):
+        """Whether `child` is timed by device spans as far as it alone goes (Options.figure, its
+        setup's self-test: child.Harness._spans_self_test)."""
+        return self.device == "cuda" and self.opt.figure == "span" and bool(getattr(child, "spans_ok", False))
+
+    def _use_spans(self, chosen):
+        """Whether `chosen`'s calls are timed by device spans now: only when every live child of
+        the run can be, so that both sides of an A/B run are timed the same way."""
+        kids = [chosen, self.child] + ([self.ab.child] if self.ab is not None else [])
+        return all(self._spans_own(c) for c in kids if c is not None)
+
+    def _read_spans(self, chosen, n):
+        """The device span of each of the last batch's n calls (child.Harness.spans), -1 where
+        the records cannot say; a malformed reply is all -1 (each call then gets its device-wide
+        window, which can only read high)."""
+        r = chosen.request(("spans",), 60)
+        ok = (isinstance(r, tuple) and len(r) == 2 and r[0] == "spans" and isinstance(r[1], list) and len(r[1]) == n
+              and all(isinstance(x, int) and not isinstance(x, bool) for x in r[1]))
+        if not ok:
+            log("the child's device spans were malformed; its calls are timed by their device-wide windows")
+            return [-1] * n
+        return list(r[1])
 
     def _floors(self, key):
         """The tail floors a timed call of shape `key` is charged against: every live child's
@@ -402,8 +434,11 @@ class Judge:
                 self._refuse_foreign_contexts(chosen)
             if mode == "timed" and self.device == "cuda":
                 self._await_quiet_device(chosen)
+            spans = None
             if mode == "timed" and self._paced():
                 sets, stream, tails, outs, wall = self._one_by_one(chosen, len(seeds), make_set, out_slot, keep=checked)
+                if self._use_spans(chosen):
+                    spans = self._read_spans(chosen, len(seeds))
             else:
                 sets = [make_set(k) for k in range(len(seeds))]
                 stream, tails, outs, wall = self._all_at_once(chosen, sets, mode, dims)
@@ -412,11 +447,15 @@ class Judge:
             raise
         if mode == "timed":
             self.phases.note("of which timed calls (child's figures)", sum(stream) / 1e9)
-            child_ns = timing.window_ns(stream, tails, self._floors(self._dims_key(dims)))
+            if spans is not None:
+                child_ns = timing.span_figures(spans, stream, tails)
+            else:
+                child_ns = timing.window_ns(stream, tails, self._floors(self._dims_key(dims)))
             check_ns = timing.checked_ns(stream, tails)
             if self.opt.trace:
-                log("trace: stream %s us; tails %s us" % (["%.1f" % (x / 1e3) for x in stream],
-                                                          ["%.1f" % (x / 1e3) for x in tails]))
+                log("trace: stream %s us; tails %s us%s" % (
+                    ["%.1f" % (x / 1e3) for x in stream], ["%.1f" % (x / 1e3) for x in tails],
+                    "" if spans is None else "; spans %s us" % ["%.1f" % (x / 1e3) for x in spans]))
         else:
             child_ns, check_ns = stream, None  # the profiler pass: (events, calls)
         if out_arena is not None:
@@ -524,12 +563,15 @@ class Judge:
         sets, stream, tails, outs, wall = [], [], [], [], 0
         spin = self.spin_s
         cpu = self.device == "cpu"
+        # Timed by device spans, each call is marked on the device (child.Harness.go) -- the
+        # calibration's calls too, so that the harness's cost measured is the timed calls' own.
+        spans = not cpu and self._use_spans(chosen)
         for k in range(n):
             st = make_set(k)
             chosen.request(("prepare", [st], {"spin": spin > 0}), 120)
             if not cpu:
                 torch.cuda.synchronize()
-            msg = ("go", go, dict(opts, out_offset=k * out_slot))
+            msg = ("go", go, dict(opts, out_offset=k * out_slot, spans=spans, span_first=k == 0))
             slot = slice(k * out_slot, (k + 1) * out_slot) if keep is None or k in keep else None
             if spin > 0 and chosen.bell is not None:
                 r, clock = self._rung_call(chosen, msg, slot)
@@ -917,6 +959,11 @@ class Judge:
             self._start_standby()
             if self.child.pad_note:
                 log("launch pad: %s" % self.child.pad_note)
+            if self.device == "cuda":
+                log("timed calls' figure: %s" % (
+                    "the device span (%s)" % self.child.spans_note if self._spans_own(self.child)
+                    else "the events' window%s" % ("" if self.opt.figure == "window"
+                                                   else " (no device spans: %s)" % self.child.spans_note)))
             workloads = sorted({c.workload for c in cases})
             for w in workloads:
                 try:

@@ -37,7 +37,16 @@ $Lspin:
     @%p1 bra $Lspin;
     ret;
 }
+
+.visible .entry kzoo_mark()
+{
+    ret;
+}
 """
+
+# The kernels' names as the device's activity records give them (spans.py).
+PAD_NAME = "kzoo_pad"
+MARK_NAME = "kzoo_mark"
 
 BLOCK_THREADS = 1024
 _ATTR_MULTIPROCESSOR_COUNT = 16  # CUdevice_attribute
@@ -58,8 +67,8 @@ class ExclusivePad:
     (None, why), called once that context exists (the child's setup, after its first
     allocation); `launch(us, stream)` -> None or why it failed."""
 
-    def __init__(self, lib, fn, blocks, keep):
-        self._lib, self._fn, self.blocks = lib, fn, blocks
+    def __init__(self, lib, fn, blocks, keep, mark=None):
+        self._lib, self._fn, self.blocks, self._mark = lib, fn, blocks, mark
         self._keep = keep  # the module handle and the PTX buffer stay alive with the function
 
     @classmethod
@@ -83,9 +92,13 @@ class ExclusivePad:
             rc = lib.cuModuleLoadData(ctypes.byref(module), image)
             if rc:
                 return None, "the pad's PTX did not load (CUresult %d)" % rc
-            rc = lib.cuModuleGetFunction(ctypes.byref(fn), module, b"kzoo_pad")
+            rc = lib.cuModuleGetFunction(ctypes.byref(fn), module, PAD_NAME.encode())
             if rc:
                 return None, "cuModuleGetFunction failed (CUresult %d)" % rc
+            mark = ctypes.c_void_p()
+            rc = lib.cuModuleGetFunction(ctypes.byref(mark), module, MARK_NAME.encode())
+            if rc:
+                return None, "cuModuleGetFunction of the mark failed (CUresult %d)" % rc
             per_block = ctypes.c_int()
             rc = lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(per_block), fn,
                                                                  ctypes.c_int(BLOCK_THREADS), ctypes.c_size_t(0))
@@ -98,7 +111,7 @@ class ExclusivePad:
         except AttributeError as e:  # a driver without one of these entry points
             return None, "the CUDA driver lacks %s" % e
         lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-        return cls(lib, fn, blocks, (module, image)), None
+        return cls(lib, fn, blocks, (module, image), mark), None
 
     def launch(self, us, stream):
         """The pad for `us` microseconds on `stream` (a CUstream handle, 0 for the default)."""
@@ -107,3 +120,12 @@ class ExclusivePad:
         rc = self._lib.cuLaunchKernel(self._fn, self.blocks, 1, 1, BLOCK_THREADS, 1, 1, 0,
                                       ctypes.c_void_p(stream or None), params, None)
         return None if rc == 0 else "cuLaunchKernel of the pad failed (CUresult %d)" % rc
+
+    def mark(self, stream):
+        """A one-warp kernel that does nothing on `stream`: launched after a timed call's device
+        sync, it closes the call's stretch of the device's activity records, which the pad before
+        the call opened (spans.py)."""
+        if self._mark is None:
+            return "no mark kernel"
+        rc = self._lib.cuLaunchKernel(self._mark, 1, 1, 1, 32, 1, 1, 0, ctypes.c_void_p(stream or None), None, None)
+        return None if rc == 0 else "cuLaunchKernel of the mark failed (CUresult %d)" % rc

@@ -164,6 +164,32 @@ def window_ns(stream_ns, tails_ns, floors):
     return [float(s) + charge if good else math.nan for s, good in zip(stream_ns, ok)]
 
 
+# A call's device span may fall short of its stream window by the device's steps from the pad to
+# the call's first kernel and from its last to the stream's end event (a few microseconds on an
+# H200), or by an enqueue that outlasted the pad. Past this, the figure is the window less it: the
+# span comes from the child, and the judge's clock checks the windows (checked_ns), so a span
+# reported shorter than that is worth no more to a lying child than this slack.
+SPAN_SLACK = 0.02
+SPAN_SLACK_NS = 10_000
+
+
+def span_figures(spans_ns, stream_ns, tails_ns):
+    """Per-call figures of a batch timed by device spans (spans.py): each call's span, never
+    below its stream window less (SPAN_SLACK of it + SPAN_SLACK_NS); a call whose span the
+    records could not give (-1) gets its device-wide window (stream + tail), which can only
+    read high. A malformed stream or tail gives NaN, which cross_check flags."""
+    out = []
+    for sp, s, t in zip(spans_ns, stream_ns, tails_ns):
+        good = all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 and math.isfinite(v) for v in (s, t))
+        if not good:
+            out.append(math.nan)
+        elif isinstance(sp, int) and not isinstance(sp, bool) and sp > 0:
+            out.append(max(float(sp), float(s) * (1.0 - SPAN_SLACK) - SPAN_SLACK_NS))
+        else:
+            out.append(float(s) + float(t))
+    return out
+
+
 def checked_ns(stream_ns, tails_ns):
     """What the judge's clock is checked against per call: the device-wide window (start to the
     device's end: stream + tail). Why not the figure (window_ns): the figure leaves out the

@@ -202,6 +202,35 @@ class GpuWindow(unittest.TestCase):
         self.assertAlmostEqual(med, 0.95)
 
 
+class SpanFigures(unittest.TestCase):
+    """Each call's figure from its device span (timing.span_figures, spans.py)."""
+
+    def test_an_honest_span_a_few_microseconds_inside_the_window_is_the_figure(self):
+        # A 330 us kernel: the events' window holds the steps from the pad and to the end event.
+        self.assertEqual(timing.span_figures([330_000], [333_500], [2_000]), [330_000.0])
+
+    def test_side_stream_work_is_in_the_span_without_a_tail_to_estimate(self):
+        # 2 ms left on another stream: the stream window is 1 ms, the records run 3 ms.
+        self.assertEqual(timing.span_figures([3_000_000], [1_000_000], [2_004_000]), [3_000_000.0])
+
+    def test_a_span_far_short_of_the_window_is_held_to_the_window_less_the_slack(self):
+        # Records that miss most of a 1 ms call (turned off by it, or lost) are worth 2% + 10 us.
+        f = timing.span_figures([100_000], [1_000_000], [3_000])
+        self.assertEqual(f, [1_000_000 * (1 - timing.SPAN_SLACK) - timing.SPAN_SLACK_NS])
+
+    def test_a_call_the_records_cannot_place_gets_its_device_wide_window(self):
+        self.assertEqual(timing.span_figures([-1, 0], [500_000, 500_000], [4_000, 6_000]), [504_000.0, 506_000.0])
+
+    def test_a_malformed_window_is_nan_and_flagged(self):
+        f = timing.span_figures([500_000, 500_000], [500_000, -1], [3_000, 3_000])
+        self.assertEqual(f[0], 500_000.0)
+        self.assertTrue(math.isnan(f[1]))
+        self.assertTrue(timing.cross_check(f, 2_000_000, timing.Overhead()).flagged)
+
+    def test_a_span_that_is_not_an_integer_counts_as_missing(self):
+        self.assertEqual(timing.span_figures([True, 1.5e5], [500_000, 500_000], [4_000, 4_000]), [504_000.0, 504_000.0])
+
+
 class EvenOut(unittest.TestCase):
     """Work moved between the calls of a batch: the batch's mean replaces the low median."""
 

@@ -491,6 +491,30 @@ class TailOption(unittest.TestCase):
             Options({"tail": "host"}, "cuda")
 
 
+class FigureOption(unittest.TestCase):
+    def test_a_gpu_call_is_timed_by_its_device_span_unless_the_window_is_asked_for(self):
+        from kzoo_judge.judge import Options
+        self.assertEqual(Options({}, "cuda").figure, "span")
+        self.assertEqual(Options({"figure": "window"}, "cuda").figure, "window")
+        with self.assertRaisesRegex(ValueError, "figure is \"span\" or \"window\", not 'host'"):
+            Options({"figure": "host"}, "cuda")
+
+    def test_spans_only_when_every_live_child_of_the_run_can_give_them(self):
+        from types import SimpleNamespace
+        from kzoo_judge.judge import Judge, Options
+        j = Judge.__new__(Judge)
+        j.device, j.opt, j.ab = "cuda", Options({}, "cuda"), None
+        yes, no = SimpleNamespace(spans_ok=True), SimpleNamespace(spans_ok=False)
+        j.child = yes
+        self.assertTrue(j._use_spans(yes))
+        j.ab = SimpleNamespace(child=no)  # the incumbent's child cannot: both sides by events
+        self.assertFalse(j._use_spans(yes))
+        j.ab, j.opt = None, Options({"figure": "window"}, "cuda")
+        self.assertFalse(j._use_spans(yes))
+        j.device, j.opt = "cpu", Options({}, "cpu")
+        self.assertFalse(j._use_spans(yes))
+
+
 class DrainSync(unittest.TestCase):
     """The drain's timed sync is the driver's own call, and torch's when that is missing or fails."""
 
@@ -703,7 +727,8 @@ class FloorCalibrationOnceAChild(unittest.TestCase):
                                timing_dims=lambda case: (case.dims, ""), _dims_key=Judge._dims_key,
                                _arena_bytes=lambda dims, n: (0, 0), _arenas=lambda child, dims, n: None,
                                _paced=lambda: True, _one_by_one=one_by_one, _check_tails=Judge._check_tails,
-                               _calibrate_floors=calibrate_floors, _fresh_sets=fresh_sets)
+                               _calibrate_floors=calibrate_floors, _fresh_sets=fresh_sets,
+                               _spans_own=lambda child: getattr(child, "spans_ok", False))
 
     def test_the_levels_are_measured_once_a_child_and_shared_by_its_shapes(self):
         from types import SimpleNamespace
@@ -761,6 +786,19 @@ class FloorCalibrationOnceAChild(unittest.TestCase):
         Judge._calibrate_cases(judge, child, [SimpleNamespace(dims={"R": 8, "C": 16})], {})
         self.assertIn(("levels", "sync"), seen)
         self.assertEqual({tail for _, tail in seen}, {"sync"}, seen)
+
+    def test_a_child_timed_by_device_spans_needs_no_levels(self):
+        # Its figures come from the device's records, which see side-stream work themselves.
+        from types import SimpleNamespace
+        from kzoo_judge.judge import Judge
+        calibrated = []
+        judge = self._judge(calibrated)
+        child = SimpleNamespace(sleep_rate=1.0, tail_floors={}, level_floors=None, spans_ok=True)
+        overheads = {}
+        Judge._calibrate_cases(judge, child, [SimpleNamespace(dims={"R": 8, "C": 16})], overheads)
+        self.assertEqual(calibrated, [])
+        self.assertEqual([len(f.levels) for f in child.tail_floors.values()], [1])
+        self.assertEqual(len(overheads), 1, "the harness's overhead is still measured")
 
     def test_a_device_without_a_sleep_rate_gets_the_trivial_level_only(self):
         from types import SimpleNamespace

@@ -1,0 +1,116 @@
+"""Each timed GPU call's device span from the device's activity records (kzoo_judge.spans): which
+records are the call's, and what its span is."""
+
+import unittest
+
+import torch
+
+from kzoo_judge import pad, spans
+
+PAD, MARK = pad.PAD_NAME, pad.MARK_NAME
+
+
+def call(t0, work, pad_us=1000, mark_gap=3):
+    """One timed call's records from t0 (ns): the flush and warm-up before it, the pad, `work`
+    [(name, start, end)] relative to the pad's end, the mark `mark_gap` us after the last work
+    ends, then the output's copy into the judge's arena."""
+    recs = [("reduce_kernel (the flush)", t0, t0 + 30_000), ("spin_kernel (the warm-up)", t0 + 31_000, t0 + 2_031_000)]
+    p0 = t0 + 2_040_000
+    lo = p0 + pad_us * 1000
+    recs.append((PAD, p0, lo))
+    last = lo
+    for name, s, e in work:
+        recs.append((name, lo + s, lo + e))
+        last = max(last, lo + e)
+    m = last + mark_gap * 1000
+    recs += [(MARK, m, m + 1_500), ("copy_kernel (the arena)", m + 4_000, m + 90_000)]
+    return recs
+
+
+class PerCall(unittest.TestCase):
+    def test_one_kernel_call_is_its_kernels_own_time(self):
+        recs = call(0, [("_rope", 1_800, 331_800)])
+        self.assertEqual(spans.per_call(recs, 1), [330_000])
+
+    def test_the_gaps_between_a_calls_own_kernels_are_its_cost(self):
+        recs = call(0, [("k1", 2_000, 102_000), ("k2", 107_000, 207_000), ("Memcpy DtoD (Device -> Device)", 210_000, 260_000)])
+        self.assertEqual(spans.per_call(recs, 1), [258_000])
+
+    def test_work_on_a_side_stream_is_the_calls_until_its_end(self):
+        # the call's stream ends at 100 us; the side stream runs on to 2.1 ms, before the mark
+        recs = call(0, [("main", 1_000, 101_000), ("side", 1_500, 2_101_000)])
+        self.assertEqual(spans.per_call(recs, 1), [2_100_000])
+
+    def test_a_copy_begun_beside_the_pad_counts_from_the_pads_end(self):
+        recs = call(0, [("Memcpy DtoD (Device -> Device)", -400_000, 50_000), ("k", 50_500, 150_000)])
+        self.assertEqual(spans.per_call(recs, 1), [150_000])
+
+    def test_work_still_running_when_the_mark_starts_counts_to_its_end(self):
+        recs = call(0, [("k", 1_000, 100_000)])
+        m = [r for r in recs if r[0] == MARK][0]
+        recs.append(("late", m[1] - 1_000, m[1] + 500_000))
+        self.assertEqual(spans.per_call(recs, 1), [m[1] + 500_000 - (m[1] - 3_000 - 100_000 + 1_000)])
+
+    def test_the_flush_the_warm_up_and_the_arena_copy_are_not_the_calls(self):
+        recs = call(0, [("k", 1_000, 101_000)])
+        self.assertEqual(spans.per_call(recs, 1), [100_000])
+        self.assertEqual(len(recs), 6)
+
+    def test_calls_in_a_batch_are_told_apart_in_device_order(self):
+        recs = call(0, [("k", 1_000, 301_000)]) + call(10_000_000, [("k", 2_000, 402_000)]) + call(20_000_000, [("k", 1_000, 201_000)])
+        recs.reverse()  # the records' order is not the device's
+        self.assertEqual(spans.per_call(recs, 3), [300_000, 400_000, 200_000])
+
+    def test_a_call_with_no_device_work_cannot_be_placed(self):
+        self.assertEqual(spans.per_call(call(0, []), 1), [-1])
+
+    def test_pads_and_marks_that_do_not_pair_with_the_calls_place_none(self):
+        recs = call(0, [("k", 1_000, 101_000)]) + call(10_000_000, [("k", 1_000, 101_000)])
+        self.assertEqual(spans.per_call(recs, 3), [-1, -1, -1])
+        no_mark = [r for r in recs if not (r[0] == MARK and r[1] > 10_000_000)]
+        self.assertEqual(spans.per_call(no_mark, 2), [-1, -1])
+
+    def test_synchronisation_records_are_no_work(self):
+        recs = call(0, [("k", 1_000, 101_000), ("Context Sync", 0, 500_000)])
+        self.assertEqual(spans.per_call(recs, 1), [100_000])
+        self.assertFalse(spans.is_work("Stream Wait Event"))
+        self.assertTrue(spans.is_work("Memset (Device)"))
+
+
+@unittest.skipUnless(torch.cuda.is_available(), "needs a GPU")
+class OnTheGpu(unittest.TestCase):
+    """The records of a real profiler session over padded, marked calls."""
+
+    def test_spans_of_sleeping_calls_match_their_events_and_count_a_side_stream(self):
+        p, why = pad.ExclusivePad.load()
+        self.assertIsNotNone(p, why)
+        side = torch.cuda.Stream()
+        stream = torch.cuda.current_stream()
+        windows, device_ends = [], []
+        prof = spans.session()
+        for k in range(4):
+            a, b, c = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+            self.assertIsNone(p.launch(500, stream.cuda_stream))
+            a.record()
+            torch.cuda._sleep(200_000)
+            if k == 3:  # the last call leaves as much again on a side stream
+                side.wait_stream(stream)
+                with torch.cuda.stream(side):
+                    torch.cuda._sleep(400_000)
+            b.record()
+            torch.cuda.synchronize()
+            c.record()
+            self.assertIsNone(p.mark(stream.cuda_stream))
+            torch.cuda.synchronize()
+            windows.append(a.elapsed_time(b) * 1e6)
+            device_ends.append(a.elapsed_time(c) * 1e6)
+        got = spans.per_call(spans.stop(prof), 4)
+        for k in range(3):
+            self.assertGreater(got[k], 0.9 * windows[k], (got, windows))
+            self.assertLessEqual(got[k], windows[k] + 2_000, (got, windows))
+        self.assertGreater(got[3], 1.5 * windows[2], (got, windows))
+        self.assertLessEqual(got[3], device_ends[3] + 2_000, (got, device_ends))
+
+
+if __name__ == "__main__":
+    unittest.main()
