@@ -85,8 +85,8 @@ class Harness:
         self.bell = None  # the doorbell that starts and ends a paced timed call (bell.py)
         self.sleep_rate = 0.0  # GPU: cycles of torch.cuda._sleep per microsecond (_busy)
         self.pad = None  # GPU: the launch pad that holds every SM (pad.py); None: calls run unpadded
-        self.span_session = None  # GPU: the open profiler session of a batch timed by spans (spans.py)
-        self.span_calls = 0  # calls marked in it so far
+        self.recorder = None  # GPU: the device's activity records (spans.Recorder), once its self-test passed
+        self.span_calls = 0  # calls marked since the records were last taken
 
     # --- messages -----------------------------------------------------------
     def setup(self, device, l2_bytes):
@@ -181,47 +181,54 @@ class Harness:
         return sent, None
 
     def _spans_self_test(self):
-        """None when a profiler session here gives the device's records of a padded, marked call
-        (spans.py), else why not: a torch without Kineto's CUDA activity, CUPTI refused. Also
-        brings CUPTI up before anything is timed (its first session is the slow one)."""
+        """None when this process's device records show a padded, marked call (spans.py), else
+        why not (no libcupti, CUPTI refused, records not as read there). The recorder is kept,
+        stopped, for the timed batches."""
         import torch
         from . import spans
+        rec, why = spans.Recorder.load()
+        if rec is None:
+            return why
         try:
-            prof = spans.session()
+            why = rec.start()
+            if why:
+                return why
             stream = torch.cuda.current_stream().cuda_stream
             why = self.pad.launch(0.001, stream)
             torch.cuda._sleep(1000)  # a call's work
             why = why or self.pad.mark(stream)
             torch.cuda.synchronize()
-            recs = spans.stop(prof)
+            why = why or rec.stop()
+            recs = rec.take()
         except Exception as e:  # noqa: BLE001 - any failure means: time by events
-            return "the profiler failed: %s: %s" % (type(e).__name__, str(e)[:200])
+            return "the device records failed: %s: %s" % (type(e).__name__, str(e)[:200])
         if why:
             return why
         if spans.per_call(recs, 1)[0] <= 0:
-            return "the profiler's records did not show a marked call (%d records: %s)" % (
+            return "the device records did not show a marked call (%d records: %s)" % (
                 len(recs), ", ".join(sorted({r[0][:40] for r in recs}))[:300])
+        self.recorder = rec
+        import atexit
+        atexit.register(rec.stop)  # no record delivered into a finalising interpreter
         return None
 
-    def _spans_stop(self, read=True):
-        """Close a batch's span session: (calls it marked, its records, when `read`), or (0, [])
-        with none open."""
-        prof, n = self.span_session, self.span_calls
-        self.span_session, self.span_calls = None, 0
-        if prof is None:
-            return 0, []
-        if not read:
-            prof.__exit__(None, None, None)
-            return n, []
-        from . import spans
-        return n, spans.stop(prof)
+    def _spans_begin(self):
+        """A batch timed by spans begins: the records so far (a batch broken off before its
+        "spans", the calibration's) are dropped. Returns None or why it cannot record."""
+        self.span_calls = 0
+        if self.recorder.on:
+            self.recorder.take()
+            return None
+        return self.recorder.start()
 
     def spans(self):
-        """The device span of each call marked since the batch's session opened (spans.per_call),
-        -1 where the records cannot say; the session is closed."""
+        """The device span of each call marked since the batch began (spans.per_call), -1 where
+        the records cannot say."""
         from . import spans
-        n, recs = self._spans_stop()
-        return ("spans", spans.per_call(recs, n) if n else [])
+        n, self.span_calls = self.span_calls, 0
+        if not n or self.recorder is None or not self.recorder.on:
+            return ("spans", [-1] * n)
+        return ("spans", spans.per_call(self.recorder.take(), n))
 
     def prepare(self, sets, opts=None):
         """The input sets of the next "go". With opts["spin"] (a paced CPU call whose judge has a
@@ -319,14 +326,15 @@ class Harness:
         synced, blocked = opts.get("tail") == "sync", []
         # Timed by spans (spans.py): a profiler session open over the batch, each call opened by
         # the pad and closed by a mark after its device sync; "spans" reads and closes it.
-        # A batch's first call ("span_first") opens a fresh session: one left open by a batch
-        # broken off before its "spans" holds stale records.
-        marked = cuda and bool(opts.get("spans")) and self.pad is not None
-        if self.span_session is not None and (not marked or opts.get("span_first")):
-            self._spans_stop(read=False)
-        if marked and self.span_session is None:
-            from . import spans
-            self.span_session = spans.session()
+        # Timed by spans (spans.py): each call opened by the pad and closed by a mark after its
+        # device sync; "spans" reads them. A batch's first call ("span_first") drops older records.
+        marked = cuda and bool(opts.get("spans")) and self.pad is not None and self.recorder is not None
+        if marked and opts.get("span_first"):
+            why = self._spans_begin()
+            if why:
+                print("kzoo-child: %s; calls are timed by their events" % why, file=sys.stderr, flush=True)
+                self.recorder = None
+                marked = False
         if cuda:
             # Per call: start, the stream's end (right after the call, in stream order) and the
             # device's end (after a device-wide sync). The judge takes the stream's figure unless
@@ -431,7 +439,9 @@ class Harness:
         """Untimed profiler pass over the prepared sets: op/kernel names, and the outputs (checked too)."""
         from . import profiling  # here: the child imports torch only once it is pinned (main)
         outs = []
-        self._spans_stop(read=False)  # one profiler session at a time
+        if self.recorder is not None and self.recorder.on:
+            self.recorder.stop()  # torch's profiler takes CUPTI over; the next timed batch takes it back
+            self.recorder.take()
         with profiling.session(self.device) as prof:
             for args in self.sets:
                 outs.append(self.fn(*args))
@@ -498,6 +508,9 @@ def main():
         # CPU: both children of an A/B run time on the same CPU (spawn.timing_cpu).
         os.sched_setaffinity(0, {int(cpu)})
     sys.stdout = sys.stderr  # fd 1 is already the judge's stderr; keep Python's view the same
+    # torch's profiler (the gates' profiler pass) must leave CUPTI attached when it stops: the
+    # device records of the next case's timed calls (spans.Recorder) go through it.
+    os.environ["TEARDOWN_CUPTI"] = "0"
     notes = _harden()
     import torch.multiprocessing as tmp
     from multiprocessing.connection import Connection

@@ -77,17 +77,64 @@ class PerCall(unittest.TestCase):
         self.assertTrue(spans.is_work("Memset (Device)"))
 
 
+class RecordLayout(unittest.TestCase):
+    """Recorder._completed reads CUPTI's records at their fixed offsets (spans.py): driven here by a
+    stand-in for libcupti that walks a buffer of records laid out as cupti_activity.h lays them."""
+
+    class FakeLib:
+        SIZE = 216  # sizeof(CUpti_ActivityKernel10); memcpy and memset records stand in the same slots
+
+        def __init__(self):
+            import ctypes
+            self.c = ctypes
+
+        def cuptiActivityGetNextRecord(self, buffer, valid, rec):
+            c = self.c
+            nxt = buffer.value if rec._obj.value is None else rec._obj.value + self.SIZE
+            if nxt + self.SIZE > buffer.value + valid.value:
+                return 12  # CUPTI_ERROR_MAX_LIMIT_REACHED
+            rec._obj.value = nxt
+            return 0
+
+    def test_kernel_copy_and_memset_records_are_read_and_other_kinds_skipped(self):
+        import ctypes
+        names = [ctypes.create_string_buffer(b"kzoo_pad"), ctypes.create_string_buffer(b"_rope")]
+        rows = [(spans.KIND_CONCURRENT_KERNEL, 100, 1_100, names[0]), (spans.KIND_CONCURRENT_KERNEL, 1_102, 1_432, names[1]),
+                (spans.KIND_MEMCPY, 1_500, 1_600, None), (spans.KIND_MEMSET, 1_700, 1_705, None), (5, 1, 2, None)]
+        buf = ctypes.create_string_buffer(self.FakeLib.SIZE * len(rows))
+        base = ctypes.addressof(buf)
+        for i, (kind, start, end, name) in enumerate(rows):
+            a = base + i * self.FakeLib.SIZE
+            ctypes.c_uint32.from_address(a).value = kind
+            ctypes.c_uint64.from_address(a + 16).value = start
+            ctypes.c_uint64.from_address(a + 24).value = end
+            ctypes.c_void_p.from_address(a + 104).value = ctypes.addressof(name) if name is not None else None
+        rec = spans.Recorder.__new__(spans.Recorder)
+        rec._c, rec._lib, rec.records = ctypes, self.FakeLib(), []
+        rec._buffers = {base: buf}
+        rec._completed(None, 0, base, len(buf), len(buf))
+        self.assertEqual(rec.records, [("kzoo_pad", 100, 1_100), ("_rope", 1_102, 1_432), ("Memcpy", 1_500, 1_600),
+                                       ("Memset", 1_700, 1_705)])
+        self.assertEqual(rec._buffers, {}, "a delivered buffer is released")
+
+
 @unittest.skipUnless(torch.cuda.is_available(), "needs a GPU")
 class OnTheGpu(unittest.TestCase):
     """The records of a real profiler session over padded, marked calls."""
 
     def test_spans_of_sleeping_calls_match_their_events_and_count_a_side_stream(self):
+        torch.zeros(1, device="cuda")  # the pad loads into the current context
+        torch.cuda._sleep(1000)
+        torch.cuda.synchronize()
         p, why = pad.ExclusivePad.load()
         self.assertIsNotNone(p, why)
+        rec, why = spans.Recorder.load()
+        self.assertIsNotNone(rec, why)
         side = torch.cuda.Stream()
         stream = torch.cuda.current_stream()
         windows, device_ends = [], []
-        prof = spans.session()
+        self.assertIsNone(rec.start())
+        rec.take()
         for k in range(4):
             a, b, c = (torch.cuda.Event(enable_timing=True) for _ in range(3))
             self.assertIsNone(p.launch(500, stream.cuda_stream))
@@ -104,7 +151,10 @@ class OnTheGpu(unittest.TestCase):
             torch.cuda.synchronize()
             windows.append(a.elapsed_time(b) * 1e6)
             device_ends.append(a.elapsed_time(c) * 1e6)
-        got = spans.per_call(spans.stop(prof), 4)
+        self.assertIsNone(rec.stop())
+        recs = rec.take()
+        self.assertTrue(any(r[0] == PAD for r in recs) and any(r[0] == MARK for r in recs), recs[:10])
+        got = spans.per_call(recs, 4)
         for k in range(3):
             self.assertGreater(got[k], 0.9 * windows[k], (got, windows))
             self.assertLessEqual(got[k], windows[k] + 2_000, (got, windows))
