@@ -87,6 +87,7 @@ class Harness:
         self.pad = None  # GPU: the launch pad that holds every SM (pad.py); None: calls run unpadded
         self.recorder = None  # GPU: the device's activity records (spans.Recorder), once its self-test passed
         self.span_calls = 0  # calls marked since the records were last taken
+        self.span_pad_us = 0.0  # their pad's length (spans.per_call checks the records' clock by it)
 
     # --- messages -----------------------------------------------------------
     def setup(self, device, l2_bytes):
@@ -228,7 +229,7 @@ class Harness:
         n, self.span_calls = self.span_calls, 0
         if not n or self.recorder is None or not self.recorder.on:
             return ("spans", [-1] * n)
-        return ("spans", spans.per_call(self.recorder.take(), n))
+        return ("spans", spans.per_call(self.recorder.take(), n, int(self.span_pad_us * 1000)))
 
     def prepare(self, sets, opts=None):
         """The input sets of the next "go". With opts["spin"] (a paced CPU call whose judge has a
@@ -329,6 +330,8 @@ class Harness:
         # Timed by spans (spans.py): each call opened by the pad and closed by a mark after its
         # device sync; "spans" reads them. A batch's first call ("span_first") drops older records.
         marked = cuda and bool(opts.get("spans")) and self.pad is not None and self.recorder is not None
+        if marked:
+            self.span_pad_us = pad_us
         if marked and opts.get("span_first"):
             why = self._spans_begin()
             if why:
