@@ -482,22 +482,19 @@ class HardenedJudgeOnTheGpu(unittest.TestCase):
             self.assertTrue(json.loads(out)["arch"].startswith("sm_"))
 
 
-class TailOption(unittest.TestCase):
+class GpuTimingOptions(unittest.TestCase):
+    def choice(self, key, default, other, wrong_message):
+        from kzoo_judge.judge import Options
+        self.assertEqual(getattr(Options({}, "cuda"), key), default)
+        self.assertEqual(getattr(Options({key: other}, "cuda"), key), other)
+        with self.assertRaisesRegex(ValueError, wrong_message):
+            Options({key: "host"}, "cuda")
+
     def test_the_tail_is_the_device_syncs_own_time_unless_the_events_are_asked_for(self):
-        from kzoo_judge.judge import Options
-        self.assertEqual(Options({}, "cuda").tail, "sync")
-        self.assertEqual(Options({"tail": "events"}, "cuda").tail, "events")
-        with self.assertRaisesRegex(ValueError, "tail is \"events\" or \"sync\", not 'host'"):
-            Options({"tail": "host"}, "cuda")
+        self.choice("tail", "sync", "events", "tail is \"events\" or \"sync\", not 'host'")
 
-
-class FigureOption(unittest.TestCase):
     def test_a_gpu_call_is_timed_by_its_device_span_unless_the_window_is_asked_for(self):
-        from kzoo_judge.judge import Options
-        self.assertEqual(Options({}, "cuda").figure, "span")
-        self.assertEqual(Options({"figure": "window"}, "cuda").figure, "window")
-        with self.assertRaisesRegex(ValueError, "figure is \"span\" or \"window\", not 'host'"):
-            Options({"figure": "host"}, "cuda")
+        self.choice("figure", "span", "window", "figure is \"span\" or \"window\", not 'host'")
 
     def test_spans_only_when_every_live_child_of_the_run_can_give_them(self):
         from types import SimpleNamespace

@@ -44,13 +44,16 @@ kzoo-judge: case 1/1 synthetic-0: ok (wall 1 s)
 
 
 class SpansRead(unittest.TestCase):
-    def test_a_span_timed_grade_is_read_by_its_spans_and_the_rule_is_the_spans(self):
+    def rows(self, err, ncu):
         d = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, d)
         path = os.path.join(d, "grade_solution_softmax.err")
         with open(path, "w") as f:
-            f.write(SPAN_ERR)
-        (row,) = trace_read.case_figures(path, {0: 100.0})
+            f.write(err)
+        return trace_read.case_figures(path, ncu)
+
+    def test_a_span_timed_grade_is_read_by_its_spans_and_the_rule_is_the_spans(self):
+        (row,) = self.rows(SPAN_ERR, {0: 100.0})
         # the placed spans' median (100.0, 100.5, 99.0 -> 100.0), the -1 left out
         self.assertAlmostEqual(row["span"], 0.0)
         # the rule: 100.0, 100.5, 102.0 + 7.0 (no span: the device-wide window), max(99, 150 * 0.98 - 10)
@@ -58,12 +61,7 @@ class SpansRead(unittest.TestCase):
         self.assertAlmostEqual(row["judge"], (100.5 + 109.0) / 2 - 100)
 
     def test_a_grade_before_spans_has_none(self):
-        d = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, d)
-        path = os.path.join(d, "grade_solution_softmax.err")
-        with open(path, "w") as f:
-            f.write(ERR)
-        self.assertEqual([r["span"] for r in trace_read.case_figures(path, {0: 100.0, 1: 200.0})], [None, None])
+        self.assertEqual([r["span"] for r in self.rows(ERR, {0: 100.0, 1: 200.0})], [None, None])
 
 
 class TraceRead(unittest.TestCase):
