@@ -88,6 +88,7 @@ class Harness:
         self.recorder = None  # GPU: the device's activity records (spans.Recorder), once its self-test passed
         self.span_calls = 0  # calls marked since the records were last taken
         self.span_pad_us = 0.0  # their pad's length (spans.per_call checks the records' clock by it)
+        self.span_trace = False  # log each call's busy time and record count beside its span
 
     # --- messages -----------------------------------------------------------
     def setup(self, device, l2_bytes):
@@ -229,7 +230,14 @@ class Harness:
         n, self.span_calls = self.span_calls, 0
         if not n or self.recorder is None or not self.recorder.on:
             return ("spans", [-1] * n)
-        return ("spans", spans.per_call(self.recorder.take(), n, int(self.span_pad_us * 1000)))
+        detail = spans.per_call_detail(self.recorder.take(), n, int(self.span_pad_us * 1000))
+        if self.span_trace:
+            # What of each span the device was busy with the call's own work (its gaps between
+            # kernels are the rest), and how many records it had: a diagnostic beside Nsight Compute.
+            print("kzoo-child: trace: device records: busy %s us of spans %s us; records %s"
+                  % (["%.1f" % (b / 1e3) for _, b, _ in detail], ["%.1f" % (s / 1e3) for s, _, _ in detail],
+                     [k for _, _, k in detail]), file=sys.stderr, flush=True)
+        return ("spans", [d[0] for d in detail])
 
     def prepare(self, sets, opts=None):
         """The input sets of the next "go". With opts["spin"] (a paced CPU call whose judge has a
@@ -331,7 +339,7 @@ class Harness:
         # device sync; "spans" reads them. A batch's first call ("span_first") drops older records.
         marked = cuda and bool(opts.get("spans")) and self.pad is not None and self.recorder is not None
         if marked:
-            self.span_pad_us = pad_us
+            self.span_pad_us, self.span_trace = pad_us, trace
         if marked and opts.get("span_first"):
             why = self._spans_begin()
             if why:

@@ -176,36 +176,51 @@ class Recorder:
         return out
 
 
-# A pad's record lasts its length and the device's few microseconds to start and end its blocks.
-PAD_LENGTH_LIMIT = 1.05
+# A pad's record lasts its length and the device's few microseconds to start and end its blocks
+# (allowing the global timer's granularity below it).
+PAD_LENGTH_LOW, PAD_LENGTH_LIMIT = 0.98, 1.05
 
 
 def per_call(records, calls, pad_ns=None):
-    """Each of `calls` calls' span in ns, or -1 where the records cannot say: the call's work runs
-    from the end of the n-th pad to the start of the n-th mark (both in device order). A record
+    """Each of `calls` calls' span in ns, or -1 where the records cannot say (per_call_detail)."""
+    return [d[0] for d in per_call_detail(records, calls, pad_ns)]
+
+
+def per_call_detail(records, calls, pad_ns=None):
+    """Each of `calls` calls' (span, busy, records) in ns: the span runs from the end of the n-th pad
+    to the start of the n-th mark (both in device order); busy is the time within it some record of
+    the call ran (the span less the device's idle gaps between the call's own work: what Nsight
+    Compute's sum of kernel times would see were the kernels as fast in sequence as alone). A record
     begun before its pad ended (a copy engine's, beside the pad) counts from the pad's end; one
-    still running when the mark started counts to its own end. Pads and marks that do not pair
-    up one to one with the calls leave every call at -1 (the judge then times by events); so do
-    pads whose median length is not `pad_ns` (when given: the pad spins the device's own timer for
-    it, so records that misread it are on another clock or in other units)."""
+    still running when the mark started counts to its own end. (-1, -1, 0) where the records
+    cannot say: a call with no work between its pad and mark; and every call when pads and marks
+    do not pair up one to one with the calls (the judge then times by events), or when pads' median
+    length is not `pad_ns` (when given: the pad spins the device's own timer for it, so records that
+    misread it are on another clock or in other units)."""
+    none = [(-1, -1, 0)] * calls
     recs = sorted(records, key=lambda r: (r[1], r[2]))
     pads = [r for r in recs if r[0] == pad.PAD_NAME]
     marks = [r for r in recs if r[0] == pad.MARK_NAME]
     if len(pads) != calls or len(marks) != calls:
-        return [-1] * calls
+        return none
     if pad_ns and calls:
         lengths = sorted(p[2] - p[1] for p in pads)
-        if not pad_ns <= lengths[len(lengths) // 2] <= pad_ns * PAD_LENGTH_LIMIT:
-            return [-1] * calls
+        if not pad_ns * PAD_LENGTH_LOW <= lengths[len(lengths) // 2] <= pad_ns * PAD_LENGTH_LIMIT:
+            return none
     work = [r for r in recs if r[0] not in (pad.PAD_NAME, pad.MARK_NAME) and is_work(r[0])]
     out = []
     for p, m in zip(pads, marks):
         lo, hi = p[2], m[1]
         if hi < lo:
-            return [-1] * calls  # a mark before its own pad's end: the pairing is broken
-        mine = [r for r in work if r[2] > lo and r[1] < hi]
+            return none  # a mark before its own pad's end: the pairing is broken
+        mine = sorted((max(lo, r[1]), r[2]) for r in work if r[2] > lo and r[1] < hi)
         if not mine:
-            out.append(-1)
+            out.append((-1, -1, 0))
             continue
-        out.append(max(r[2] for r in mine) - max(lo, min(r[1] for r in mine)))
+        busy, reach = 0, mine[0][0]
+        for s, e in mine:  # the union of the records' intervals
+            if e > reach:
+                busy += e - max(s, reach)
+                reach = e
+        out.append((max(e for _, e in mine) - mine[0][0], busy, len(mine)))
     return out

@@ -79,6 +79,16 @@ class PerCall(unittest.TestCase):
         self.assertEqual(spans.per_call(stretched, 1, pad_ns=1_000_000), [-1])
         self.assertEqual(spans.per_call(recs, 1, pad_ns=2_000_000), [-1], "a pad shorter than asked")
 
+    def test_busy_time_is_the_span_less_the_devices_idle_gaps_between_the_calls_work(self):
+        # two kernels 5 us apart, and a side-stream kernel overlapping the second
+        recs = call(0, [("k1", 2_000, 102_000), ("k2", 107_000, 207_000), ("side", 150_000, 250_000)])
+        self.assertEqual(spans.per_call_detail(recs, 1), [(248_000, 243_000, 3)])
+        self.assertEqual(spans.per_call_detail(call(0, []), 1), [(-1, -1, 0)])
+
+    def test_a_pad_a_little_short_of_its_length_is_the_global_timers_granularity(self):
+        recs = call(0, [("k", 1_000, 101_000)], pad_us=999)
+        self.assertEqual(spans.per_call(recs, 1, pad_ns=1_000_000), [100_000])
+
     def test_synchronisation_records_are_no_work(self):
         recs = call(0, [("k", 1_000, 101_000), ("Context Sync", 0, 500_000)])
         self.assertEqual(spans.per_call(recs, 1), [100_000])

@@ -37,7 +37,8 @@ kzoo-judge: case 2/2 synthetic-1: ok (wall 2 s)
 # A grade timed by device spans (session 25): the stream line carries each call's span, and the
 # judge's figure is the span, held to the stream window less 2% and 10 us; -1 falls back to the
 # device-wide window. ncu says 100 us.
-SPAN_ERR = """kzoo-judge: trace: stream ['103.0', '103.5', '102.0', '150.0'] us; tails ['8.0', '9.0', '7.0', '6.0'] us; spans ['100.0', '100.5', '-1.0', '99.0'] us
+SPAN_ERR = """kzoo-child: trace: device records: busy ['99.0', '99.5', '-1.0', '98.0'] us of spans ['100.0', '100.5', '-1.0', '99.0'] us; records [1, 1, 0, 2]
+kzoo-judge: trace: stream ['103.0', '103.5', '102.0', '150.0'] us; tails ['8.0', '9.0', '7.0', '6.0'] us; spans ['100.0', '100.5', '-1.0', '99.0'] us
 kzoo-judge: trace: t=1.000 batch of 4: child ['100.0', '100.5', '109.0', '137.0'] us; judge 110.0 us/call (est), wall 1200.0 us/call, overhead {}; flagged False
 kzoo-judge: case 1/1 synthetic-0: ok (wall 1 s)
 """
@@ -54,14 +55,15 @@ class SpansRead(unittest.TestCase):
 
     def test_a_span_timed_grade_is_read_by_its_spans_and_the_rule_is_the_spans(self):
         (row,) = self.rows(SPAN_ERR, {0: 100.0})
-        # the placed spans' median (100.0, 100.5, 99.0 -> 100.0), the -1 left out
+        # the placed spans' median (100.0, 100.5, 99.0 -> 100.0), the -1 left out; busy likewise
         self.assertAlmostEqual(row["span"], 0.0)
+        self.assertAlmostEqual(row["busy"], -1.0)
         # the rule: 100.0, 100.5, 102.0 + 7.0 (no span: the device-wide window), max(99, 150 * 0.98 - 10)
         self.assertAlmostEqual(row["rule"], (100.5 + 109.0) / 2 - 100)
         self.assertAlmostEqual(row["judge"], (100.5 + 109.0) / 2 - 100)
 
     def test_a_grade_before_spans_has_none(self):
-        self.assertEqual([r["span"] for r in self.rows(ERR, {0: 100.0, 1: 200.0})], [None, None])
+        self.assertEqual([(r["span"], r["busy"]) for r in self.rows(ERR, {0: 100.0, 1: 200.0})], [(None, None)] * 2)
 
 
 class TraceRead(unittest.TestCase):

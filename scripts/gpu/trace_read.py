@@ -38,7 +38,7 @@ def read_grade(path):
     """([floors per calibrated shape, as [(stream ns, tail ns)]], {case number: [(streams ns, tails
     ns, the child's figures us, flagged, the device sync's blocked ns per call where the child
     logged it)]}); a batch belongs to the case whose "case k/3" line follows it."""
-    floors, cases, pending, batches, synced = [], {}, None, [], []
+    floors, cases, pending, batches, synced, busy = [], {}, None, [], [], None
     calibration = []  # [(level us, or 0 for the trivial batches; harness ns per call)]
     with open(path, errors="replace") as f:
         lines = f.readlines()
@@ -50,13 +50,18 @@ def read_grade(path):
         m = re.search(r"kzoo-child: trace: host enqueue .*; sync \[(.*?)\] us", line)
         if m:
             synced += [float(x.strip(" '")) * 1e3 for x in m.group(1).split(",") if x.strip(" '-")]
+        m = re.search(r"kzoo-child: trace: device records: busy \[(.*?)\] us", line)
+        if m:
+            # each call's busy time within its span (spans.per_call_detail), logged as the batch's
+            # spans were read, before the judge's line of the same batch
+            busy = [x for x in _floats(m.group(1), 1e3) if x > 0]
         m = re.search(r"trace: stream \[(.*?)\] us; tails \[(.*?)\] us(?:; spans \[(.*?)\] us)?", line)
         if m:
             # spans: the device's records of each call (docs/JUDGE.md, "The device span"), -1.0 where
             # they could not say; absent before session 25 and with figure "window"
             spans = [int(round(x)) for x in _floats(m.group(3), 1e3)] if m.group(3) is not None else None
-            pending = (_floats(m.group(1), 1e3), _floats(m.group(2), 1e3), synced, spans)
-            synced = []
+            pending = (_floats(m.group(1), 1e3), _floats(m.group(2), 1e3), synced, spans, busy or [])
+            synced, busy = [], None
         m = re.search(r"trace: calibration, (?:trivial batch of \d+|level (\d+) us): harness ([-\d.]+) us/call", line)
         if m:
             calibration.append((int(m.group(1) or 0), float(m.group(2)) * 1e3))
@@ -64,7 +69,7 @@ def read_grade(path):
         if m and pending:
             calls = [s + t for s, t in zip(*pending[:2])]
             harness = float(m.group(2)) * 1e3 - sum(calls) / max(len(calls), 1)
-            batches.append(pending[:2] + (_floats(m.group(1)), m.group(3) == "True", pending[2], harness, pending[3]))
+            batches.append(pending[:2] + (_floats(m.group(1)), m.group(3) == "True", pending[2], harness, pending[3], pending[4]))
             pending = None
         m = re.search(r"case (\d+)/\d+ ", line)
         if m:
@@ -111,7 +116,7 @@ def read_ncu(path):
 
 
 def case_figures(grade_err, ncu):
-    """[{case, judge, stream, span (None before spans), rule (each % off ncu), flagged, batches}] of one traced grade's
+    """[{case, judge, stream, span and busy (None before spans), rule (each % off ncu), flagged, batches}] of one traced grade's
     stderr against its ncu sums ({shape index: us})."""
     floors, cases, _ = read_grade(grade_err)
     out = []
@@ -121,18 +126,19 @@ def case_figures(grade_err, ncu):
         tf = timing.TailFloors()
         tf.levels = sorted(floors[min(c, len(floors) - 1)]) if floors else []
         # the judge's rule, recomputed from the trace: the spans' where the batch was timed by them
-        rule = [x for s, t, _, _, _, _, sp in batches
+        rule = [x for s, t, _, _, _, _, sp, _ in batches
                 for x in (timing.span_figures(sp, s, t) if sp is not None else timing.window_ns(s, t, tf if tf.levels else None))]
         stream = [x for s, *_ in batches for x in s]
-        spans = [x for *_, sp in batches if sp is not None for x in sp if x > 0]
+        spans = [x for *_, sp, _ in batches if sp is not None for x in sp if x > 0]
+        busy = [x for *_, b in batches for x in b]
         reported = [x * 1e3 for _, _, child, *_ in batches for x in child]
         tails = [x for _, t, *_ in batches for x in t]
-        synced = [x for _, _, _, _, sy, _, _ in batches for x in sy]
+        synced = [x for _, _, _, _, sy, _, _, _ in batches for x in sy]
         off = lambda v: (statistics.median(v) / 1e3 / ncu[c] - 1) * 100  # noqa: E731
         out.append({"case": c, "judge": off(reported), "stream": off(stream), "rule": off(rule),
-                    "span": off(spans) if spans else None,
+                    "span": off(spans) if spans else None, "busy": off(busy) if busy else None,
                     "flagged": sum(f for _, _, _, f, *_ in batches), "batches": len(batches),
-                    "harness_us": statistics.median(h for *_, h, _ in batches) / 1e3,
+                    "harness_us": statistics.median(h for *_, h, _, _ in batches) / 1e3,
                     "tail_us": statistics.median(tails) / 1e3,
                     "sync_us": statistics.median(synced) / 1e3 if synced else None})
     return out
@@ -149,7 +155,8 @@ def main(folder):
         print(" | ".join(["%-44s" % name] + ["case %d: judge %+.2f%%, stream %+.2f%%, %srule %+.2f%%, flagged %d/%d, "
                                                "tail %.0f us, sync %s us, harness %.0f us"
                                                % (r["case"], r["judge"], r["stream"],
-                                                  "" if r["span"] is None else "span %+.2f%%, " % r["span"],
+                                                  ("" if r["span"] is None else "span %+.2f%%, " % r["span"])
+                                                  + ("" if r["busy"] is None else "busy %+.2f%%, " % r["busy"]),
                                                   r["rule"], r["flagged"], r["batches"],
                                                   r["tail_us"], "-" if r["sync_us"] is None else "%.1f" % r["sync_us"],
                                                   r["harness_us"])
