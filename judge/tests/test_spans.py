@@ -137,6 +137,35 @@ class RecordLayout(unittest.TestCase):
         self.assertEqual(rec._buffers, {}, "a delivered buffer is released")
 
 
+class BatchBegins(unittest.TestCase):
+    """child.Harness._spans_begin: what a batch timed by spans drops of the records before it."""
+
+    class Recorder:
+        def __init__(self):
+            self.on, self.records, self.flushes = True, [("stale", 1, 2)], 0
+
+        def take(self):
+            self.flushes += 1
+            out, self.records = self.records, []
+            return out
+
+    def harness(self, dirty):
+        from kzoo_judge.child import Harness
+        h = Harness.__new__(Harness)
+        h.recorder, h.span_calls, h.span_dirty = self.Recorder(), 3, dirty
+        return h
+
+    def test_records_left_by_calls_not_read_are_flushed_away(self):
+        h = self.harness(dirty=True)  # a calibration batch's pads and marks, never read
+        self.assertIsNone(h._spans_begin())
+        self.assertEqual((h.recorder.flushes, h.recorder.records, h.span_calls, h.span_dirty), (1, [], 0, False))
+
+    def test_after_spans_were_read_no_flush_is_needed(self):
+        h = self.harness(dirty=False)
+        self.assertIsNone(h._spans_begin())
+        self.assertEqual((h.recorder.flushes, h.recorder.records), (0, []))
+
+
 @unittest.skipUnless(torch.cuda.is_available(), "needs a GPU")
 class OnTheGpu(unittest.TestCase):
     """The records of a real profiler session over padded, marked calls."""
