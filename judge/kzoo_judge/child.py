@@ -344,8 +344,6 @@ class Harness:
         trace, enqueue, places, phases = bool(opts.get("trace")), [], [], []
         # The tail (Options.tail): the GPU events' ("events") or the device sync's own ("sync").
         synced, blocked = opts.get("tail") == "sync", []
-        # Timed by spans (spans.py): a profiler session open over the batch, each call opened by
-        # the pad and closed by a mark after its device sync; "spans" reads and closes it.
         # Timed by spans (spans.py): each call opened by the pad and closed by a mark after its
         # device sync; "spans" reads them. A batch's first call ("span_first") drops older records.
         marked = cuda and bool(opts.get("spans")) and self.pad is not None and self.recorder is not None
