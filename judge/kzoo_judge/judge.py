@@ -428,17 +428,22 @@ class Judge:
 
         # Every other process of the run is stopped while this child runs (freezer.py): the other
         # side of an A/B run, and anything that left its process group or was orphaned.
-        frozen = self.freezer.freeze(keep=chosen.pid)
+        # The containment's own time and the spans' reading are phases of their own, to tell where
+        # the 2.5-3.3 s an A/B job's judge could not place goes (docs/GPU.md, session 25).
+        with self.phases("containment"):
+            frozen = self.freezer.freeze(keep=chosen.pid)
         try:
-            if self.device == "cuda":
-                self._refuse_foreign_contexts(chosen)
-            if mode == "timed" and self.device == "cuda":
-                self._await_quiet_device(chosen)
+            with self.phases("containment"):
+                if self.device == "cuda":
+                    self._refuse_foreign_contexts(chosen)
+                if mode == "timed" and self.device == "cuda":
+                    self._await_quiet_device(chosen)
             spans = None
             if mode == "timed" and self._paced():
                 sets, stream, tails, outs, wall = self._one_by_one(chosen, len(seeds), make_set, out_slot, keep=checked)
                 if self._use_spans(chosen):
-                    spans = self._read_spans(chosen, len(seeds))
+                    with self.phases("device spans"):
+                        spans = self._read_spans(chosen, len(seeds))
             else:
                 sets = [make_set(k) for k in range(len(seeds))]
                 stream, tails, outs, wall = self._all_at_once(chosen, sets, mode, dims)
@@ -462,7 +467,8 @@ class Judge:
             # timed (paced) calls: the copies the judge took as each call ended (_one_by_one)
             outs = self._unpack_outputs(chosen.out_shadow if mode == "timed" and self._paced() else out_arena, outs)
         # The outputs are read with the whole run stopped, the timed child too.
-        frozen |= self.freezer.freeze(keep=None)
+        with self.phases("containment"):
+            frozen |= self.freezer.freeze(keep=None)
         t_checks = time.perf_counter_ns()
         try:
             with self.phases("checks"):
@@ -478,7 +484,8 @@ class Judge:
                 raise
             lenient.append(str(e))
         finally:
-            self.freezer.thaw(frozen)
+            with self.phases("containment"):
+                self.freezer.thaw(frozen)
         return child_ns, wall, check_ns
 
     # GPU: how long the device may stay busy with work the judge did not start, every other
