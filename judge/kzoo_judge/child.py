@@ -87,7 +87,7 @@ class Harness:
         self.pad = None  # GPU: the launch pad that holds every SM (pad.py); None: calls run unpadded
         self.recorder = None  # GPU: the device's activity records (spans.Recorder), once its self-test passed
         self.span_calls = 0  # calls marked since the records were last taken
-        self.span_pad_us = 0.0  # their pad's length (spans.per_call checks the records' clock by it)
+        self.span_pad_us = 0.0  # their pad's length (spans.per_call_detail checks the records' clock by it)
         self.span_trace = False  # log each call's busy time and record count beside its span
         # A marked call's pad went out since the records were last read: the next batch's first
         # call drops them with a forced flush (a calibration batch's, one broken off). Otherwise
@@ -234,7 +234,7 @@ class Harness:
         return self.recorder.start()
 
     def spans(self):
-        """The device span of each call marked since the batch began (spans.per_call), -1 where
+        """The device span of each call marked since the batch began (spans.per_call_detail), -1 where
         the records cannot say."""
         from . import spans
         n, self.span_calls = self.span_calls, 0

@@ -67,7 +67,7 @@ class ExclusivePad:
     (None, why), called once that context exists (the child's setup, after its first
     allocation); `launch(us, stream)` -> None or why it failed."""
 
-    def __init__(self, lib, fn, blocks, keep, mark=None):
+    def __init__(self, lib, fn, blocks, keep, mark):
         self._lib, self._fn, self.blocks, self._mark = lib, fn, blocks, mark
         self._keep = keep  # the module handle and the PTX buffer stay alive with the function
 
@@ -125,7 +125,5 @@ class ExclusivePad:
         """A one-warp kernel that does nothing on `stream`: launched after a timed call's device
         sync, it closes the call's stretch of the device's activity records, which the pad before
         the call opened (spans.py)."""
-        if self._mark is None:
-            return "no mark kernel"
         rc = self._lib.cuLaunchKernel(self._mark, 1, 1, 1, 32, 1, 1, 0, ctypes.c_void_p(stream or None), None, None)
         return None if rc == 0 else "cuLaunchKernel of the mark failed (CUresult %d)" % rc

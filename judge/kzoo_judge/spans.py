@@ -24,16 +24,6 @@ end_ns) records, so it is tested without a GPU (tests/test_spans.py).
 """
 from . import pad
 
-# Device records that are no work: synchronisation records (a wait spans the whole sync), were a
-# profiler to deliver them.
-_NOT_WORK_SUFFIXES = (" Sync",)
-_NOT_WORK_NAMES = ("Stream Wait Event",)
-
-
-def is_work(name):
-    return not (name.endswith(_NOT_WORK_SUFFIXES) or name in _NOT_WORK_NAMES)
-
-
 # CUPTI's activity kinds and record layout: every kernel record version since CUpti_ActivityKernel4
 # (CUDA 9) through CUpti_ActivityKernel10 (CUDA 13), and the memcpy and memset records, keep
 # start and end (ns, the device's timer) at bytes 16 and 24 and the kernel's name at 104
@@ -207,7 +197,7 @@ def per_call_detail(records, calls, pad_ns=None):
         lengths = sorted(p[2] - p[1] for p in pads)
         if not pad_ns * PAD_LENGTH_LOW <= lengths[len(lengths) // 2] <= pad_ns * PAD_LENGTH_LIMIT:
             return none
-    work = [r for r in recs if r[0] not in (pad.PAD_NAME, pad.MARK_NAME) and is_work(r[0])]
+    work = [r for r in recs if r[0] not in (pad.PAD_NAME, pad.MARK_NAME)]
     out = []
     for p, m in zip(pads, marks):
         lo, hi = p[2], m[1]

@@ -89,12 +89,6 @@ class PerCall(unittest.TestCase):
         recs = call(0, [("k", 1_000, 101_000)], pad_us=999)
         self.assertEqual(spans.per_call(recs, 1, pad_ns=1_000_000), [100_000])
 
-    def test_synchronisation_records_are_no_work(self):
-        recs = call(0, [("k", 1_000, 101_000), ("Context Sync", 0, 500_000)])
-        self.assertEqual(spans.per_call(recs, 1), [100_000])
-        self.assertFalse(spans.is_work("Stream Wait Event"))
-        self.assertTrue(spans.is_work("Memset (Device)"))
-
 
 class RecordLayout(unittest.TestCase):
     """Recorder._completed reads CUPTI's records at their fixed offsets (spans.py): driven here by a
