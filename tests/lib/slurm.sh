@@ -23,22 +23,72 @@ slurm_unavailable() {
   [ "$(id -u)" = 0 ] || echo "a test cluster runs its daemons as root"
 }
 
-_slurm_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# Two free ports, distinct, chosen below the kernel's ephemeral range: a
+# port from bind(0) can be handed to another test's outgoing connection
+# between choosing it and slurmd binding it, and slurmd then dies on bind
+# with the node left "unk*" (as on CI). Random, so that concurrent clusters
+# rarely meet; one that does is retried by slurm_start.
+_slurm_ports() {
+  python3 -c 'import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+ports = []
+for _ in range(200):
+    if len(ports) == 2:
+        break
+    p = random.randrange(10000, max(low, 10001))
+    if p in ports:
+        continue
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", p))
+        except OSError:
+            continue
+    ports.append(p)
+print(*ports)'
+}
+
+# Whether DIR's slurmctld or slurmd is running, found by its command line
+# (a daemon that dies at start may leave no pid file, or a stale one).
+_slurm_alive() { pgrep -fx -- "/usr/sbin/$2 -f $1/slurm.conf" >/dev/null; }
+
+# The last lines of each log, one file at a time (GNU tail refuses the
+# obsolete "-5" form with two files, which hid the logs of a CI failure).
+_slurm_logs() {
+  local f
+  for f in "$@"; do [ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }; done >&2
+}
 
 slurm_start() {
-  local dir=$1 host
+  local dir=$1 try
+  # A node that never registers (a port taken between choosing it and
+  # slurmd binding it, a daemon lost on a loaded host) gets one more try on
+  # new ports before the tests are told there is no cluster.
+  for try in 1 2; do
+    _slurm_start_once "$dir" && return 0
+    [ $try = 2 ] && return 1
+    echo "the Slurm cluster did not come up; starting it again on new ports" >&2
+    _slurm_kill "$dir"
+    rm -rf "$dir"
+  done
+}
+
+_slurm_start_once() {
+  local dir=$1 host ports
   host=$(hostname -s)
   mkdir -p "$dir/state" "$dir/spool" "$dir/log" || return 1
   head -c 1024 /dev/urandom >"$dir/munge.key" && chmod 400 "$dir/munge.key"
   /usr/sbin/munged -f -S "$dir/munge.sock" --key-file="$dir/munge.key" --log-file="$dir/log/munged.log" \
     --pid-file="$dir/munged.pid" --seed-file="$dir/munged.seed" || return 1
+  read -ra ports < <(_slurm_ports)
+  [ ${#ports[@]} = 2 ] || { echo "no free ports for slurmctld and slurmd" >&2; return 1; }
   cat >"$dir/slurm.conf" <<EOF
 ClusterName=kzoo-test
 SlurmctldHost=$host
 SlurmUser=root
 SlurmdUser=root
-SlurmctldPort=$(_slurm_port)
-SlurmdPort=$(_slurm_port)
+SlurmctldPort=${ports[0]}
+SlurmdPort=${ports[1]}
 AuthType=auth/munge
 AuthInfo=socket=$dir/munge.sock
 CredType=cred/munge
@@ -67,15 +117,25 @@ EOF
   # cgroup v2 hosts (LIBNOTES); ignored where proctrack/linuxproc needs no cgroup.
   printf 'CgroupPlugin=autodetect\nIgnoreSystemd=yes\n' >"$dir/cgroup.conf"
   export SLURM_CONF="$dir/slurm.conf"
-  /usr/sbin/slurmctld -f "$SLURM_CONF" || { tail -5 "$dir/log/slurmctld.log" >&2; return 1; }
-  /usr/sbin/slurmd -f "$SLURM_CONF" || { tail -5 "$dir/log/slurmd.log" >&2; return 1; }
-  local _
-  for _ in $(seq 100); do
-    [ "$(sinfo -h -o %t 2>/dev/null)" = idle ] && { echo "$SLURM_CONF"; return 0; }
+  /usr/sbin/slurmctld -f "$SLURM_CONF" || { _slurm_logs "$dir/log/slurmctld.log"; return 1; }
+  /usr/sbin/slurmd -f "$SLURM_CONF" || { _slurm_logs "$dir/log/slurmd.log"; return 1; }
+  # Up to 30 s: a 2-core CI host running other suites registers the node in
+  # about 2 s, but a daemon that died is reported at once.
+  local deadline=$((SECONDS + 30)) state d
+  while [ $SECONDS -lt $deadline ]; do
+    state=$(sinfo -h -o %t 2>/dev/null)
+    [ "$state" = idle ] && { echo "$SLURM_CONF"; return 0; }
+    for d in slurmctld slurmd; do
+      _slurm_alive "$dir" $d || {
+        echo "$d exited before the node became idle (node: ${state:-no answer})" >&2
+        _slurm_logs "$dir/log/slurmctld.log" "$dir/log/slurmd.log"
+        return 1
+      }
+    done
     sleep 0.2
   done
-  echo "the node never became idle: $(sinfo -h 2>&1)" >&2
-  tail -5 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2
+  echo "the node never became idle in 30 s: $(sinfo -h 2>&1)" >&2
+  _slurm_logs "$dir/log/slurmctld.log" "$dir/log/slurmd.log"
   return 1
 }
 
@@ -87,7 +147,8 @@ slurm_restart_slurmd() {
   SLURM_CONF="$dir/slurm.conf" /usr/sbin/slurmd -f "$dir/slurm.conf"
 }
 
-slurm_stop() {
+# Kills whatever DIR's cluster left running, without removing DIR.
+_slurm_kill() {
   local dir=$1 f
   [ -f "$dir/slurm.conf" ] && SLURM_CONF="$dir/slurm.conf" scontrol shutdown >/dev/null 2>&1
   sleep 0.5
@@ -95,7 +156,11 @@ slurm_stop() {
     [ -f "$dir/$f.pid" ] && kill -9 "$(cat "$dir/$f.pid")" 2>/dev/null
   done
   [ -S "$dir/munge.sock" ] && /usr/sbin/munged -s -S "$dir/munge.sock" >/dev/null 2>&1
-  rm -rf "$dir"
+}
+
+slurm_stop() {
+  _slurm_kill "$1"
+  rm -rf "$1"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
