@@ -9,7 +9,8 @@ the per-pair ratios give an honest spread for the verdict.
 How (KZOO_OPTIONS {"incumbent_src": DIR}):
 - The incumbent gets its own child process (channel.Child), spawned and
   loaded BEFORE the submission is imported, with its own harness-cost
-  calibration. Its module is the task's definition.module under DIR.
+  calibration; both sides' flagged batches are then charged through the least
+  of the two (timing.Overhead.least). Its module is the task's definition.module under DIR.
 - Each timed (and warm-up) step is a PAIR of batches with the SAME labels, so
   both modules see bit-identical fresh input sets (the seeds derive from the
   labels). Pairs alternate their order (A B, B A, A B, ...), so a linear drift
@@ -109,7 +110,12 @@ class Incumbent:
         j = self.j
         res = {"status": "ok", "samples": [], "ratios": [], "messages": [], "flagged": 0}
         self.results[case.id] = res
-        inc_overhead = self.overheads.get(j._dims_key(dims), timing.Overhead())
+        # One harness overhead for both sides (timing.Overhead.least): it is the same judge-owned
+        # harness on the same CPU or GPU, and each child's own line carried the load of the moment
+        # it was calibrated into every flagged batch of its side.
+        key = j._dims_key(dims)
+        if key in self.overheads and key in j.overheads:
+            overhead = timing.Overhead.least([j.overheads[key], self.overheads[key]])
 
         # While one side runs, the other -- and every process either left behind -- is stopped
         # (Judge._batch, freezer.py).
@@ -165,7 +171,7 @@ class Incumbent:
             def attempt(k):
                 (child_ns, wall, check_ns), inc = pair("timed", done, n, index, k)
                 f = j.figure(child_ns, wall, overhead, check_ns)
-                i = j.figure(inc[0], inc[1], inc_overhead, inc[2]) if inc is not None else None
+                i = j.figure(inc[0], inc[1], overhead, inc[2]) if inc is not None else None
                 return (f, i), f.flagged or (i is not None and i.flagged)
             fig, ifig = j._rerun_while_flagged(attempt)
             figures.append(fig)

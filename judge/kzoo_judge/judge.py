@@ -233,7 +233,7 @@ class Judge:
             # 329 us against 152 after these calls (docs/GPU.md, session 20).
             make_set = self._fresh_sets(dims, key, "overhead")
             for _ in range(3):
-                for n in (2, 8):
+                for n in timing.CALIBRATION_SIZES:
                     # The same protocol as a timed batch: the harness's cost is what is measured.
                     self._arenas(child, dims, n)
                     try:

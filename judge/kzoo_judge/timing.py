@@ -205,6 +205,10 @@ def checked_ns(stream_ns, tails_ns):
     return out
 
 
+# The batch sizes of the harness's calibration (Judge._calibrate_cases): a line through them.
+CALIBRATION_SIZES = (2, 8)
+
+
 class Overhead:
     def __init__(self, fixed_ns=0.0, per_call_ns=0.0):
         self.fixed_ns = max(0.0, fixed_ns)
@@ -224,6 +228,18 @@ class Overhead:
         sxy = sum((n - mx) * (w - my) for n, w in samples)
         slope = sxy / sxx if sxx else 0.0
         return cls(my - slope * mx, slope)
+
+    @classmethod
+    def least(cls, overheads, sizes=None):
+        """One line for several calibrations of the same harness (an A/B run's two children):
+        at each calibrated batch size the least of their costs, as each child's own line is the
+        least of its repeats (noise only ever adds time). Why: each side's flagged batches are
+        charged wall - overhead; with each child's own line, the side calibrated while the
+        machine was busier was charged less in every flagged batch of the run, a bias the
+        alternating pairs cannot cancel."""
+        if not overheads:
+            return cls()
+        return cls.fit([(n, min(o.batch_ns(n) for o in overheads)) for n in (sizes or CALIBRATION_SIZES)])
 
     def batch_ns(self, n):
         return self.fixed_ns + n * self.per_call_ns

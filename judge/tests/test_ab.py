@@ -251,6 +251,33 @@ class Interleaved(unittest.TestCase):
         self.assertEqual(sorted(started.count(d) for d in set(started)), [1, 2], started)
         self.assertNotEqual(started[0], started[1], "the incumbent has a child of its own")
 
+    def test_both_sides_are_figured_through_one_harness_overhead(self):
+        # Regression: each side's flagged batches were charged wall - its own child's calibrated
+        # overhead; the child calibrated while the machine was busier was charged less in every
+        # flagged batch, and identical code came out faster than itself in 10 of 10 pairs on a
+        # loaded CPU. The calibrations are made to differ here, as load makes them.
+        lines = iter(timing.Overhead(f * 1000.0, f * 400.0) for f in range(1, 100))
+        real_fit, real_figure = timing.Overhead.fit, Judge.figure
+        seen = []
+
+        def fit(samples):
+            return next(lines)
+
+        def figure(judge, child_ns, wall, overhead, check_ns=None):
+            seen.append(overhead.as_dict())
+            return real_figure(judge, child_ns, wall, overhead, check_ns)
+        timing.Overhead.fit = staticmethod(fit)
+        Judge.figure = figure
+        try:
+            c = h.case0(judge_ab(h.GOOD_SOFTMAX, h.GOOD_SOFTMAX))
+        finally:
+            timing.Overhead.fit = real_fit
+            Judge.figure = real_figure
+        self.assertEqual(c["status"], "ok", c["message"])
+        self.assertIsNotNone(c["speedup"], c["message"])
+        self.assertGreaterEqual(len(seen), 2 * c["speedup"]["pairs"], seen)
+        self.assertEqual(len({json.dumps(d, sort_keys=True) for d in seen}), 1, seen)
+
     def test_an_incorrect_submission_is_rejected_even_against_a_slow_incumbent(self):
         doc = judge_ab(WRONG_SOFTMAX, SLOW_SOFTMAX)
         self.assertFalse(doc["overall"]["accept"])

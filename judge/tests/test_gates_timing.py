@@ -42,6 +42,15 @@ class CrossCheck(unittest.TestCase):
         self.assertAlmostEqual(o.fixed_ns, 1000)
         self.assertAlmostEqual(o.per_call_ns, 50)
 
+    def test_two_calibrations_of_one_harness_make_one_line_of_their_least_costs(self):
+        a = timing.Overhead(100_000, 20_000)   # 140 us at 2 calls, 260 us at 8
+        b = timing.Overhead(130_000, 12_000)   # 154 us at 2 calls, 226 us at 8
+        o = timing.Overhead.least([a, b])
+        self.assertAlmostEqual(o.batch_ns(2), 140_000)
+        self.assertAlmostEqual(o.batch_ns(8), 226_000)
+        self.assertEqual(timing.Overhead.least([a]).as_dict(), a.as_dict())
+        self.assertEqual(timing.Overhead.least([]).batch_ns(10), 0)
+
     def test_honest_child_keeps_its_samples(self):
         o = timing.Overhead(100_000, 20_000)
         child = [1_000_000] * 10  # 10 ms of work
