@@ -11,6 +11,7 @@ import tempfile
 import textwrap
 import unittest
 
+from kzoo_judge import freezer
 from tests import helpers as h
 
 BENCHMARK = '''
@@ -86,6 +87,11 @@ class WarmJudge(unittest.TestCase):
         self.warm = w = Warm(ab=False)  # the submission's child alone, as for a run without an incumbent
         self.assertIn("kzoo-judge: warm: ready, waiting for the job", w.ready)
         self.assertIn("torch and the device", w.ready)
+        # torch's shared-memory manager is up before the job (0.54 s of a CPU judge's clock), a
+        # child of the judge's process, which names it one of its own helpers.
+        self.assertIn("the shared-memory manager", w.ready)
+        kids = freezer.children_map().get(w.proc.pid, [])
+        self.assertIn("torch_shm_manager", [freezer.cmdline(p) for p in kids])
         w.fill(h.GOOD_SOFTMAX, h.softmax_task())
         key = os.urandom(32)
         rc, out, err, verdict = w.go(w.job(key))
