@@ -49,7 +49,7 @@ trap cleanup EXIT
 trap 'exit 2' INT TERM
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 HOME="$T"
 export GIT_AUTHOR_NAME=someone GIT_AUTHOR_EMAIL=someone@example.org GIT_COMMITTER_NAME=someone GIT_COMMITTER_EMAIL=someone@example.org
-PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$("$PY" "$(dirname "${BASH_SOURCE[0]}")/../lib/free_ports.py")
 export KZOO_SERVER=http://127.0.0.1:$PORT
 URL=$KZOO_SERVER/git/kernel_data
 unset KZOO_DATA KZOO_CONFIG KZOO_LISTEN KZOO_CATALOG KZOO_DEVICE_CLASS KZOO_TOKEN KZOO_ROUTE

@@ -43,7 +43,7 @@ trap 'exit 2' INT TERM
 G() { git --git-dir "$D/kernel_data.git" "$@"; }
 board_json() { curl -fsS "$KZOO_SERVER/api/$1" >"$2" || fail "GET /api/$1"; }
 
-PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$("$PY" "$(dirname "${BASH_SOURCE[0]}")/../lib/free_ports.py")
 export KZOO_SERVER=http://127.0.0.1:$PORT
 unset KZOO_DATA KZOO_CONFIG KZOO_LISTEN KZOO_CATALOG KZOO_DEVICE_CLASS
 

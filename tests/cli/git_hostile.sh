@@ -35,7 +35,7 @@ trap cleanup EXIT
 trap 'exit 2' INT TERM
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 HOME="$T"
 export GIT_AUTHOR_NAME=mallory GIT_AUTHOR_EMAIL=m@example.org GIT_COMMITTER_NAME=mallory GIT_COMMITTER_EMAIL=m@example.org
-PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$("$PY" "$(dirname "${BASH_SOURCE[0]}")/../lib/free_ports.py")
 export KZOO_SERVER=http://127.0.0.1:$PORT
 URL=$KZOO_SERVER/git/kernel_data
 unset KZOO_DATA KZOO_CONFIG KZOO_LISTEN KZOO_CATALOG KZOO_TOKEN
@@ -118,7 +118,7 @@ run_to "the server is still healthy" 0 curl -fsS "$KZOO_SERVER/healthz"
 # A second service whose reads need a token (require_token_for_reads): git
 # is asked for credentials on clone too, and gets in with the token.
 cd "$T" || exit 2
-PORT2=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT2=$("$PY" "$(dirname "${BASH_SOURCE[0]}")/../lib/free_ports.py")
 URL2=http://127.0.0.1:$PORT2/git/kernel_data
 "$KZOO" init "$T/data2" --catalog "$T/kernel_data" >/dev/null 2>&1 || fail "init data2"
 "$KZOO" user add reader --role member --data "$T/data2" >/dev/null 2>&1 || fail "user add reader"

@@ -38,7 +38,7 @@ json() {
   fi
 }
 
-PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$("$PY" "$(dirname "${BASH_SOURCE[0]}")/../lib/free_ports.py")
 export KZOO_SERVER=http://127.0.0.1:$PORT
 unset KZOO_DATA KZOO_CONFIG KZOO_LISTEN KZOO_CATALOG
 

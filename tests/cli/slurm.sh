@@ -46,7 +46,7 @@ trap 'exit 2' INT TERM
 slurm_start "$T/cluster" >/dev/null || { fail "the Slurm cluster did not start"; exit 1; }
 ok "single-node Slurm cluster up ($(sinfo -h -o '%P %c CPUs %G'))"
 G() { git --git-dir "$D/kernel_data.git" "$@"; }
-PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$("$PY" "$(dirname "${BASH_SOURCE[0]}")/../lib/free_ports.py")
 export KZOO_SERVER=http://127.0.0.1:$PORT
 unset KZOO_DATA KZOO_CONFIG KZOO_LISTEN KZOO_CATALOG KZOO_STATE
 

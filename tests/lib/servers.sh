@@ -3,7 +3,9 @@
 # with its own --server-id, and waiting until it answers. Source it once
 # $KZOO, $D (the data directory), $T and $PY are set.
 
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+_servers_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# A free port below the ephemeral range, which no outgoing connection can take (free_ports.py).
+free_port() { "$PY" "$_servers_lib/free_ports.py"; }
 
 # start_server ID PORT LOG [ARGS...]: `kzoo serve` on $D as server ID on
 # 127.0.0.1:PORT, appending to $T/LOG (a restarted server keeps its log);

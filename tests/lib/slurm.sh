@@ -23,30 +23,10 @@ slurm_unavailable() {
   [ "$(id -u)" = 0 ] || echo "a test cluster runs its daemons as root"
 }
 
-# Two free ports, distinct, chosen below the kernel's ephemeral range: a
-# port from bind(0) can be handed to another test's outgoing connection
-# between choosing it and slurmd binding it, and slurmd then dies on bind
-# with the node left "unk*" (as on CI). Random, so that concurrent clusters
-# rarely meet; one that does is retried by slurm_start.
-_slurm_ports() {
-  python3 -c 'import random, socket
-low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-ports = []
-for _ in range(200):
-    if len(ports) == 2:
-        break
-    p = random.randrange(10000, max(low, 10001))
-    if p in ports:
-        continue
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("0.0.0.0", p))
-        except OSError:
-            continue
-    ports.append(p)
-print(*ports)'
-}
+# Two free ports, distinct, below the ephemeral range (free_ports.py says why); a cluster
+# that still loses one is started again by slurm_start.
+_slurm_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+_slurm_ports() { python3 "$_slurm_lib/free_ports.py" 2; }
 
 # Whether DIR's slurmctld or slurmd is running, found by its command line
 # (a daemon that dies at start may leave no pid file, or a stale one).
