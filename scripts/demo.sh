@@ -47,7 +47,8 @@ $K user add maint --role maintainer --data "$data"
 $K user add demo --role member --data "$data"
 MAINT_TOKEN=$($K token new maint --data "$data")
 KZOO_TOKEN=$($K token new demo --data "$data"); export KZOO_TOKEN
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# a free port below the ephemeral range, which no outgoing connection can take (tests/lib/free_ports.py)
+port=$(/usr/bin/python3 tests/lib/free_ports.py)
 export KZOO_SERVER=http://127.0.0.1:$port
 
 step "3. start the server (127.0.0.1:$port) and a worker (device: $device)"

@@ -22,7 +22,8 @@ $K user add maint --role maintainer --data "$data" >/dev/null
 $K user add demo --role member --data "$data" >/dev/null
 MAINT_TOKEN=$($K token new maint --data "$data")
 KZOO_TOKEN=$($K token new demo --data "$data"); export KZOO_TOKEN
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# a free port below the ephemeral range, which no outgoing connection can take (tests/lib/free_ports.py)
+port=$(/usr/bin/python3 tests/lib/free_ports.py)
 export KZOO_SERVER=http://127.0.0.1:$port
 $K serve --data "$data" --listen "127.0.0.1:$port" >"$tmp/serve.log" 2>&1 & pids+=($!)
 $K worker --data "$data" --device cpu --catalog catalog --judge-dir judge >"$tmp/worker.log" 2>&1 & pids+=($!)
