@@ -14,8 +14,11 @@ import sys
 
 
 def free_ports(n):
-    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-        low = int(f.read().split()[0])
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768  # Linux's default range starts here
     top = max(low, 10001)
     ports = []
     for _ in range(1000):
