@@ -230,7 +230,7 @@ class Overhead:
         return cls(my - slope * mx, slope)
 
     @classmethod
-    def least(cls, overheads, sizes=None):
+    def least(cls, overheads):
         """One line for several calibrations of the same harness (an A/B run's two children):
         at each calibrated batch size the least of their costs, as each child's own line is the
         least of its repeats (noise only ever adds time). Why: each side's flagged batches are
@@ -239,7 +239,7 @@ class Overhead:
         alternating pairs cannot cancel."""
         if not overheads:
             return cls()
-        return cls.fit([(n, min(o.batch_ns(n) for o in overheads)) for n in (sizes or CALIBRATION_SIZES)])
+        return cls.fit([(n, min(o.batch_ns(n) for o in overheads)) for n in CALIBRATION_SIZES])
 
     def batch_ns(self, n):
         return self.fixed_ns + n * self.per_call_ns
