@@ -172,24 +172,38 @@ class Chunked(unittest.TestCase):
         self.assertIn("at 2 positions (first at index [4, 2])", v.reason)
 
 
+def general_path_only():
+    """The shorter paths switched off: every chunk through the general float64 path."""
+    class Off:
+        def __enter__(self):
+            self.saved = compare._finite_chunk, compare._narrow_fits
+            compare._finite_chunk, compare._narrow_fits = (lambda *a: None), (lambda *a: False)
+
+        def __exit__(self, *exc):
+            compare._finite_chunk, compare._narrow_fits = self.saved
+    return Off()
+
+
+def both_paths(out, exp, **kw):
+    """(the verdict as the judge takes it, the general path's)."""
+    dtype = kw.pop("dtype", "float32")
+    comparator, tol = kw.pop("comparator", "relative-frobenius"), kw.pop("tol", 1e-2)
+    fast = compare.compare([out], [exp], [spec(dtype=dtype)], comparator, tol, **kw)
+    with general_path_only():
+        slow = compare.compare([out], [exp], [spec(dtype=dtype)], comparator, tol, **kw)
+    return fast, slow
+
+
 class FinitePath(unittest.TestCase):
-    """A chunk with nothing non-finite takes a shorter path (fewer passes, one host sync); its
-    figures are bit-for-bit the general path's."""
+    """A float32 or float64 chunk with nothing non-finite takes a shorter path (fewer passes, one
+    host sync); its figures are bit-for-bit the general path's."""
 
     def both(self, out, exp, **kw):
-        fast = compare.compare([out], [exp], [spec(dtype=kw.pop("dtype", "float32"))], kw.pop("comparator", "relative-frobenius"),
-                               1e-2, **kw)
-        general_path, compare._finite_chunk = compare._finite_chunk, lambda *a: None
-        try:
-            slow = compare.compare([out], [exp], [spec(dtype=str(exp.dtype).replace("torch.", ""))],
-                                   "relative-frobenius", 1e-2, **kw)
-        finally:
-            compare._finite_chunk = general_path
-        return fast, slow
+        return both_paths(out, exp, **kw)
 
     def test_the_same_figures_as_the_general_path(self):
         torch.manual_seed(3)
-        for dt in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
+        for dt in (torch.float32, torch.float64):
             for bound in (None, (1e-2, 1e-2), (0.1, 0.0)):
                 for chunk in (1 << 24, 96):
                     e = torch.randn(40, 96).to(dt)
@@ -209,6 +223,91 @@ class FinitePath(unittest.TestCase):
         self.assertFalse(v.ok)
         self.assertEqual(v.error_abs_max, math.inf)
         self.assertEqual(v.worst["index"], [0])
+
+
+class NarrowPath(unittest.TestCase):
+    """Two 16-bit float outputs are compared in float32 (a third of the bytes float64 moves); the
+    decisions stay float64's: a worst ratio within MARGIN of 1, a measure within MARGIN of its
+    tolerance, and anything non-finite are taken again in float64."""
+
+    def test_the_same_verdicts_and_worst_element_as_the_general_path(self):
+        torch.manual_seed(3)
+        for dt in (torch.bfloat16, torch.float16):
+            for bound in (None, (1e-2, 1e-2), (0.1, 0.0)):
+                for chunk in (1 << 24, 96):
+                    for noise in (3e-3, 0.3):  # passing, and failing both the measure and the bound
+                        e = torch.randn(40, 96).to(dt)
+                        o = (e.float() + noise * torch.randn(40, 96)).to(dt)
+                        keep, compare.CHUNK = compare.CHUNK, chunk
+                        try:
+                            a, b = both_paths(o, e, dtype=str(dt).replace("torch.", ""), bound=bound)
+                        finally:
+                            compare.CHUNK = keep
+                        at = (dt, bound, chunk, noise)
+                        self.assertEqual((a.ok, a.bound_ratio, a.worst), (b.ok, b.bound_ratio, b.worst), at)
+                        self.assertEqual(a.reason.split("relative Frobenius error")[0], b.reason.split("relative Frobenius error")[0], at)
+                        self.assertAlmostEqual(a.error_rel / b.error_rel, 1.0, delta=1e-6, msg=at)
+                        self.assertAlmostEqual(a.error_abs_max / b.error_abs_max, 1.0, delta=1e-6, msg=at)
+
+    def test_a_worst_ratio_within_the_margin_of_one_is_decided_in_float64(self):
+        e = torch.tensor([1.0, 2.0], dtype=torch.bfloat16)
+        o = torch.tensor([1.0234375, 2.0], dtype=torch.bfloat16)  # |difference| 0.0234375, exact
+        at_bound = (0.0234375, 0.0)
+        just_inside = (0.0234375 * (1 - 1e-9), 0.0)  # float32 rounds this atol to 0.0234375: a ratio of exactly 1
+        self.assertEqual(torch.tensor(just_inside[0], dtype=torch.float32).item(), 0.0234375)
+        # float32's worst ratio, 1.0 for both bounds, decides neither: the chunk goes to float64
+        # (float32 may also rank two near-ties the wrong way round, so its argmax is not trusted there)
+        self.assertIsNone(compare._narrow_chunk(o, e, at_bound))
+        self.assertIsNone(compare._narrow_chunk(o, e, just_inside))
+        self.assertIsNotNone(compare._narrow_chunk(o, e, (0.03, 0.0)))
+        v = compare.compare([o], [e], [spec(dtype="bfloat16")], "relative-frobenius", 1.0, bound=at_bound)
+        self.assertTrue(v.ok, v.reason)
+        self.assertEqual(v.bound_ratio, 1.0)
+        v = compare.compare([o], [e], [spec(dtype="bfloat16")], "relative-frobenius", 1.0, bound=just_inside)
+        self.assertFalse(v.ok)
+        self.assertGreater(v.bound_ratio, 1.0)
+        self.assertIn("index [0]", v.reason)
+
+    def test_a_measure_within_the_margin_of_its_tolerance_is_decided_in_float64(self):
+        # out 2^-30 where the reference has 1: float32 rounds the difference to -1, float64 holds it
+        # exactly; the exact measure is 1 - 2^-30, float32's 1.0, and the tolerance lies between.
+        e = torch.tensor([1.0], dtype=torch.bfloat16)
+        o = torch.tensor([2.0 ** -30], dtype=torch.bfloat16)
+        with general_path_only():
+            _, _, dd, ee, _, _, _ = compare._compare_values(o, e, spec(dtype="bfloat16"), False)
+        _, _, ndd, nee, _, _, narrowed = compare._compare_values(o, e, spec(dtype="bfloat16"), False)
+        self.assertTrue(narrowed)
+        self.assertEqual(compare._rel(dd, ee), 1 - 2.0 ** -30)
+        self.assertEqual(compare._rel(ndd, nee), 1.0)
+        tol = 1 - 2.0 ** -31
+        v = compare.compare([o], [e], [spec(dtype="bfloat16")], "relative-frobenius", tol)
+        self.assertTrue(v.ok, v.reason)
+        self.assertEqual(v.error_rel, 1 - 2.0 ** -30)
+        v = compare.compare([o], [e], [spec(dtype="bfloat16")], "relative-frobenius", 1 - 2.0 ** -29)
+        self.assertFalse(v.ok)
+
+    def test_a_difference_beyond_float32s_range_is_taken_in_float64(self):
+        e = torch.tensor([-3.0e38, 1.0], dtype=torch.bfloat16)
+        o = torch.tensor([3.0e38, 1.0], dtype=torch.bfloat16)
+        a, b = both_paths(o, e, dtype="bfloat16", bound=(1e-2, 1e-2))
+        self.assertFalse(a.ok)
+        self.assertTrue(math.isfinite(a.error_abs_max))  # float32 would have said inf
+        self.assertEqual((a.error_abs_max, a.error_rel, a.bound_ratio, a.worst), (b.error_abs_max, b.error_rel, b.bound_ratio, b.worst))
+
+    def test_nan_patterns_are_still_matched_position_by_position(self):
+        e = torch.ones(4, 8, dtype=torch.float16)
+        o = e.clone()
+        o[2, 5] = float("nan")
+        v = compare.compare([o], [e], [spec(dtype="float16")], "relative-frobenius", 1e-2, bound=(1e-2, 1e-2))
+        self.assertFalse(v.ok)
+        self.assertIn("first at index [2, 5]", v.reason)
+
+    def test_a_bound_whose_float32_denominator_could_underflow_or_overflow_stays_in_float64(self):
+        o = torch.ones(3, dtype=torch.bfloat16)
+        for bound in ((0.0, 1e-2), (1e-2, 2.0), None):
+            self.assertEqual(compare._narrow_fits(o, o, bound), bound is None or bound[0] > 0 and bound[1] <= 1, bound)
+        self.assertFalse(compare._narrow_fits(o.float(), o.float(), None))
+        self.assertFalse(compare._narrow_fits(o, o.half(), None))
 
 
 class ElementwiseBound(unittest.TestCase):
