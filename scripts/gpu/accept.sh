@@ -62,6 +62,8 @@ PYEOF
 { echo "commit: $(cat .device/COMMIT 2>/dev/null | tr '\n' ' ')"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
   "$PY" -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)'
+  # the timing row's largest part before the judge's clock, and whether torch has bytecode to load
+  "$PY" scripts/gpu/startup_probe.py --runs 1
 } > "$LOGS/env.txt" 2>&1
 t_all=$(now)
 
