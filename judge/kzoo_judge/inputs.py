@@ -54,24 +54,14 @@ def _gen(seed, device):
     return g
 
 
-# Floating dtypes drawn and scaled in their own dtype (_row_scaled_normal): on an H200 a
-# 1 GiB bfloat16 set took 3.5 ms drawn in float32, scaled (1.5 ms) and cast (0.75 ms); drawn in
-# bfloat16 (1.22 ms, as fast as float32) and scaled by a bfloat16 row scale (1.43 ms, where a
-# float32 scale on a bfloat16 tensor took 2.23) it takes ~2.65 (docs/PERF.md, session 27).
-_NATIVE = (torch.bfloat16, torch.float16)
-
-
-def _row_scaled_normal(shape, g, device, dtype=torch.float32):
-    """Standard normal values, each row (last dim) scaled by its own 2^u, u uniform in [-1, 1):
-    rows of different magnitudes, as real activations have. `dtype` float32 (then cast by the
-    caller) or a 16-bit float, drawn and scaled in that dtype: the same law, one pass less."""
-    x = torch.randn(shape, generator=g, device=device, dtype=dtype)
+def _row_scaled_normal(shape, g, device):
+    x = torch.randn(shape, generator=g, device=device, dtype=torch.float32)
     if len(shape) >= 2 and x.numel() > 0:
         rows = 1
         for s in shape[:-1]:
             rows *= s
         f = torch.rand(rows, generator=g, device=device) * 2 - 1
-        x = x.reshape(rows, shape[-1]).mul_(torch.exp2(f).to(dtype).unsqueeze(1)).reshape(shape)
+        x = x.reshape(rows, shape[-1]).mul_(torch.exp2(f).unsqueeze(1)).reshape(shape)
     return x
 
 
@@ -175,7 +165,7 @@ def make_inputs(task, dims, seed, device="cpu"):
         elif dtypes.is_float8(spec.dtype):
             made[spec.name] = dtypes.from_float(_floats(spec, shape, dims, g, device), spec.dtype)
         elif dtypes.is_floating(spec.dtype):
-            made[spec.name] = _floats(spec, shape, dims, g, device, dtypes.torch_dtype(spec.dtype))
+            made[spec.name] = _floats(spec, shape, dims, g, device).to(dtypes.torch_dtype(spec.dtype))
         elif spec.dtype == "bool":
             made[spec.name] = torch.rand(shape, generator=g, device=device) < 0.5
         else:
@@ -183,18 +173,12 @@ def make_inputs(task, dims, seed, device="cpu"):
     return [made[s.name] for s in task.inputs]
 
 
-def _floats(spec, shape, dims, g, device, dtype=None):
-    """float32 values for `spec` (a range hint's uniform values, else row-scaled normals), or,
-    given `dtype`, values of that dtype (16-bit floats drawn in it: _NATIVE)."""
+def _floats(spec, shape, dims, g, device):
     hint = _range_hint(spec, dims)
     if hint is not None:
         lo, hi, _ = hint
-        x = torch.rand(shape, generator=g, device=device) * (hi - lo) + lo
-    elif dtype in _NATIVE:
-        return _row_scaled_normal(shape, g, device, dtype)
-    else:
-        x = _row_scaled_normal(shape, g, device)
-    return x if dtype is None else x.to(dtype)
+        return torch.rand(shape, generator=g, device=device) * (hi - lo) + lo
+    return _row_scaled_normal(shape, g, device)
 
 
 def _mix(seed, name):

@@ -78,25 +78,11 @@ class EveryDtype(unittest.TestCase):
         self.assertTrue(bool(((v >= 2) & (v <= 3)).all()))
 
     def test_rows_differ_in_magnitude(self):
-        for dt in ("float32", "bfloat16", "float16"):
-            t = task_with([{"name": "x", "shape": ["R", "C"], "dtype": dt}])
-            x, = inputs.make_inputs(t, {"R": 64, "C": 4096}, 1)
-            std = x.float().std(dim=1)
-            self.assertGreater(float(std.max() / std.min()), 2.0, dt)
-            self.assertTrue(bool((std > 0.4).all() and (std < 2.5).all()), dt)
-
-    def test_16_bit_floats_have_the_float32_recipes_law_drawn_in_their_own_dtype(self):
-        # The same law whichever dtype draws it: standard normal rows, each scaled by 2^u with
-        # u uniform in [-1, 1), so row RMS spans [0.5, 2) and the mean square is E[4^u] = 15/(16 ln 2).
-        g = torch.Generator().manual_seed(5)
-        for dt in (torch.float32, torch.bfloat16, torch.float16):
-            x = inputs._row_scaled_normal((4096, 256), g, "cpu", dt)
-            self.assertEqual(x.dtype, dt)
-            rms = x.float().pow(2).mean(dim=1).sqrt()
-            self.assertGreater(float(rms.min()), 0.4, dt)
-            self.assertLess(float(rms.max()), 2.3, dt)
-            self.assertAlmostEqual(float(x.float().pow(2).mean()), 15 / (16 * math.log(2)), delta=0.06, msg=str(dt))  # 4 standard errors
-            self.assertAlmostEqual(float(x.float().mean()), 0.0, delta=0.01, msg=str(dt))
+        t = task_with([{"name": "x", "shape": ["R", "C"], "dtype": "float32"}])
+        x, = inputs.make_inputs(t, {"R": 64, "C": 4096}, 1)
+        std = x.std(dim=1)
+        self.assertGreater(float(std.max() / std.min()), 2.0)
+        self.assertTrue(bool((std > 0.4).all() and (std < 2.5).all()))
 
 
 class Seeds(unittest.TestCase):
