@@ -238,26 +238,21 @@ def _compare_values(o, e, spec, rowwise, bound=None, exact=False):
     worst = _Worst()
     narrowed = False
     for oc, ec, start in _chunks(o, e, cols):
+        fast, of, ef = None, None, None
         if not exact and not rowwise and oc.numel() and _narrow_fits(oc, ec, bound):
             fast = _narrow_chunk(oc, ec, bound)
-            if fast is not None:
-                cmax, ratio, k, out_k, exp_k, dn, en = fast
-                absmax = max(absmax, cmax)
-                worst.offer(ratio, start + int(k), out_k, exp_k)
-                dd += dn ** 2
-                ee += en ** 2
-                narrowed = True
-                continue
-        of, ef = _as_f64(oc, fmt), _as_f64(ec, fmt)
-        if not rowwise and of.numel():
-            fast = _finite_chunk(of, ef, bound)
-            if fast is not None:
-                cmax, ratio, k, out_k, exp_k, dn, en = fast
-                absmax = max(absmax, cmax)
-                worst.offer(ratio, start + int(k), out_k, exp_k)
-                dd += dn ** 2
-                ee += en ** 2
-                continue
+            narrowed = narrowed or fast is not None
+        if fast is None:
+            of, ef = _as_f64(oc, fmt), _as_f64(ec, fmt)
+            if not rowwise and of.numel():
+                fast = _finite_chunk(of, ef, bound)
+        if fast is not None:
+            cmax, ratio, k, out_k, exp_k, dn, en = fast
+            absmax = max(absmax, cmax)
+            worst.offer(ratio, start + int(k), out_k, exp_k)
+            dd += dn ** 2
+            ee += en ** 2
+            continue
         fin = torch.isfinite(ef)
         if bool(fin.all()) and bool(torch.isfinite(of).all()):
             d, ez = of - ef, ef  # the common case: nothing non-finite to match or mask
