@@ -8,7 +8,8 @@
 #      every case within 1% of ncu, the softmax packages' three grades within 1% of each other.
 #   STEPS="grades identical samples tests" (call 2):
 #   1. grades: the timing row (the softmax eager package at the judge's defaults: wall time
-#      <= 10 s) and every catalog sample (catalog/samples/samples.json), sandboxed, accepted;
+#      <= 10 s), the eager package A/B against itself slowed ~5% (accepted), and every catalog
+#      sample (catalog/samples/samples.json), sandboxed, accepted;
 #   2. the service end to end: init, serve, `kzoo worker --device cuda`; the eager source
 #      itself submitted (identical code: refused, its A/B geomean within 1% of 1.0x), a faster
 #      sample submitted and accepted within 20 s, a slower one submitted and rejected;
@@ -100,6 +101,23 @@ t0=$(now)
 grade "softmax_eager (timing: 3 cases x 100 calls)" catalog/kernel_data/h200/norm/softmax/bf16/softmax_eager
 row "timing row: kzoo grade within 10 s of wall time" yes \
   "$(awk -v t="$(since "$t0")" 'BEGIN { print (t + 0 <= 10) ? "yes" : "no" }')" "$(since "$t0")" "softmax eager, defaults"
+fi
+# A/B's resolution (issue 17: a 5% faster variant is accepted): the eager softmax against itself
+# slowed by ~5% (catalog/samples/softmax_slowed_5pct.py, an incumbent whose output is the same),
+# through `kzoo grade --against`, at the defaults.
+if step grades; then
+  kid5=h200/norm/softmax/bf16/softmax_eager; root5="$LOGS/pkgs/slowed_5pct"
+  rm -rf "$root5"; mkdir -p "$root5/$(dirname "$kid5")"; touch "$root5/.kernel_data"
+  cp -r "catalog/kernel_data/$kid5" "$root5/$kid5" && cp catalog/samples/softmax_slowed_5pct.py "$root5/$kid5/src/softmax.py"
+  t0=$(now); f="$LOGS/grade_ab_5pct"
+  timeout "${GRADE_TIMEOUT:-150}" "$K" grade "catalog/kernel_data/$kid5" --against "$root5/$kid5" --device cuda --json \
+    --catalog catalog --judge-dir judge --python "$PY" --timeout "$(( ${GRADE_TIMEOUT:-150} - 10 ))" -v > "$f.json" 2> "$f.err"
+  rc=$?
+  row "A/B: eager softmax against itself 5% slower" accepted "$(verdict $rc)" "$(since "$t0")" "$("$PY" -c 'import json,sys
+try:
+    v = json.load(open(sys.argv[1]))["kzoo_grade"]["decision"]["verdict"]
+    print("geomean %.4fx, cases %s | %s" % (v["geomean_speedup"], " / ".join("%.4f" % c["speedup"] for c in v["cases"]), v.get("summary", "")[:200]))
+except Exception as e: print("no verdict: %s" % e)' "$f.json")"
 fi
 samples=$("$PY" -c 'import json; [print(s["file"], s["kernel_id"], s["module"], s["vs_eager"]) for s in json.load(open("catalog/samples/samples.json"))["samples"]]')
 while read -r file kid module vs; do
