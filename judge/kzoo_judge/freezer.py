@@ -116,9 +116,11 @@ def cmdline(pid):
         return ""
 
 
-def _by_depth(pids, root, kids, deepest_first):
+def _by_depth(pids, root, kids, deepest_first, late=()):
     """`pids` grouped by their depth below `root` in the {ppid: [pid]} map `kids`, as a list of
-    sets, deepest or shallowest level first; a pid not found below root comes last either way."""
+    sets, deepest or shallowest level first; a pid not found below root comes last either way.
+    `late`: children of root (adopted orphans) whose trees count as deeper than every other
+    tree -- stopped before it, continued after it -- whatever their depth below root."""
     depth, todo, d = {}, [root], 0
     while todo:
         nxt = []
@@ -128,9 +130,14 @@ def _by_depth(pids, root, kids, deepest_first):
                     depth[c] = d + 1
                     nxt.append(c)
         todo, d = nxt, d + 1
+    in_late = set()
+    for o in late:
+        if o in depth:
+            in_late |= {o} | descendants(o, kids)
     levels = {}
     for p in pids:
-        levels.setdefault(depth.get(p), set()).add(p)
+        key = None if p not in depth else (p in in_late, depth[p])
+        levels.setdefault(key, set()).add(p)
     known = sorted((k for k in levels if k is not None), reverse=deepest_first)
     return [levels[k] for k in known] + ([levels[None]] if None in levels else [])
 
@@ -167,12 +174,19 @@ class Freezer:
             out |= descendants(h, kids)
         return out
 
+    def _orphans(self, kids):
+        """The judge's children in the {ppid: [pid]} map `kids` that it neither spawned nor kept
+        as its own helpers: processes of the run re-parented to it (it is their subreaper)."""
+        return set(kids.get(self.judge, [])) - SPAWNED - self.own
+
     def freeze(self, keep=None, timeout_s=10.0):
         """Stop every descendant of the judge but its helpers and the tree of pid `keep` (None:
         stop them all), the deepest first: each level is stopped before its parents are, so no
         process ever runs while an ancestor of its is stopped (a helper that acts when it sees
-        its side stopped never sees it). Repeats until no such process is left running (one
-        may fork between the scan and the signal). Returns the set of pids it stopped (for thaw)."""
+        its side stopped never sees it). Orphans have lost their line of ancestors: their trees
+        are stopped before every side's, since the side each came from may be either. Repeats
+        until no such process is left running (one may fork between the scan and the signal).
+        Returns the set of pids it stopped (for thaw)."""
         self.reap()
         stopped = set()
         deadline = time.monotonic() + timeout_s
@@ -184,7 +198,7 @@ class Freezer:
             targets = {p for p in descendants(self.judge, kids) - spared - stopped if (_stat(p) or (0, "Z"))[1] != "Z"}
             if not targets:
                 break
-            for level in _by_depth(targets, self.judge, kids, deepest_first=True):
+            for level in _by_depth(targets, self.judge, kids, deepest_first=True, late=self._orphans(kids)):
                 sent = set()
                 for p in level:
                     try:
@@ -230,9 +244,12 @@ class Freezer:
         do, the reverse of freeze. Why: continued in any order, a helper continued before its
         stopped parent saw it stopped and went to work (a session helper of the CPU saboteur
         burned the timing CPU through its own side's next batch: identical code read 0.78-0.81,
-        2026-12-02)."""
+        2026-12-02). Orphans' trees come last, for the same reason: one continued beside the
+        side it came from (both are children of the judge) could find that side still stopped
+        and go to work on the CPU its side pinned it to."""
         deadline = time.monotonic() + timeout_s
-        for level in _by_depth(set(pids), self.judge, children_map(), deepest_first=False):
+        kids = children_map()
+        for level in _by_depth(set(pids), self.judge, kids, deepest_first=False, late=self._orphans(kids)):
             sent = set()
             for p in level:
                 try:

@@ -413,11 +413,26 @@ def saboteur(helper, work):
     return SABOTEUR.replace("@HELPER@", helper).replace("@WORK@", work)
 
 
+# The CPU containment tests time a 256x1024 softmax (~0.35 ms a call here), not the task's 64x256
+# (~0.06-0.11 ms): with the smaller call one run's identical-code figure is mostly harness noise.
+# Measured on this 2-core VM beside a CPU hog, 2026-12-04: at 64x256 the per-call spread read
+# 1.7-2.7, and ten runs of the orphan saboteur read 0.86-1.01 at 32 pairs and 0.84-1.06 at 64 (more
+# pairs did not narrow it); CI's run once fell outside 0.8-1.25. At 256x1024 the spread read
+# 0.3-0.45 and eight runs 0.94-1.01. What these runs cannot show alone: with the freezer mutated to
+# spare orphans, the orphan burned 33 times in one run yet reached few of the incumbent's timed
+# calls (it wakes every 0.5 ms and shares the CPU in the scheduler's slices): 0.91-0.97 at 256x1024,
+# and at 1024x2048 a per-pair median of 1.15-1.36 but a speed-up of 1.02-1.04.
+# test_freezer.OrphansComeLast holds the freezer to stopping them, signal by signal.
+CONTAINMENT_TASK = h.softmax_task()
+CONTAINMENT_TASK["workloads"]["synthetic"]["measure"] = [[256, 1024]]
+
+
 class Containment(unittest.TestCase):
     """No process of the submission's, wherever it hides, works while the incumbent is timed."""
 
     def assert_not_swayed(self, helper, work, device="cpu", own_side_pays=False):
-        c = h.case0(judge_ab(saboteur(helper, work), h.GOOD_SOFTMAX, AB_PAIRS_32, device=device))
+        c = h.case0(judge_ab(saboteur(helper, work), h.GOOD_SOFTMAX, AB_PAIRS_32, task_raw=CONTAINMENT_TASK,
+                             device=device))
         self.assertEqual(c["status"], "ok", c["message"])
         # identical code against itself: the saboteur must not move the ratio out of the band
         # test_identical_code_measures_the_same_in_either_slot allows honest code -- neither the

@@ -8,8 +8,10 @@ import re
 import subprocess
 import sys
 import tempfile
+import signal
 import time
 import unittest
+from unittest import mock
 
 from kzoo_judge import freezer
 
@@ -153,6 +155,91 @@ class EachSideAnswersForItsOwnTree(unittest.TestCase):
         with self.assertRaises(CaseFailure):
             alone(sub)
         self.judge({}, sub, inc)(sub)  # nothing held: nothing to refuse
+
+
+# A side the judge spawned, with a helper of its own (depth 2 below the judge), that leaves an
+# orphan on cue: a double fork into a session of its own, with a child of its own, that the
+# judge adopts as its subreaper. Prints "helper orphan orphan's-child", then waits.
+SIDE = r"""
+import os, subprocess, sys, time
+helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+sys.stdin.readline()
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    pid = os.fork()
+    if pid == 0:
+        kid = os.fork()
+        if kid == 0:
+            time.sleep(120)
+            os._exit(0)
+        os.write(w, b"%d %d" % (os.getpid(), kid))
+        time.sleep(120)
+        os._exit(0)
+    os._exit(0)
+os.wait()
+os.close(w)
+print(helper.pid, os.read(r, 100).decode(), flush=True)
+time.sleep(120)
+"""
+
+
+class OrphansComeLast(unittest.TestCase):
+    """freeze stops an orphan's tree before the sides', thaw continues it after them: an orphan
+    never runs while the side it came from, whichever that was, is stopped (freezer.thaw)."""
+
+    def setUp(self):
+        self.assertTrue(freezer.become_subreaper(), "the test needs PR_SET_CHILD_SUBREAPER")
+        side = subprocess.Popen([sys.executable, "-c", SIDE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        freezer.SPAWNED.add(side.pid)
+        self.f = freezer.Freezer()
+        self.f.adopt_helpers(sides=[side.pid])
+        side.stdin.write("go\n")
+        side.stdin.flush()
+        helper, orphan, orphan_kid = map(int, side.stdout.readline().split())
+        self.side, self.helper, self.orphan, self.orphan_kid = side.pid, helper, orphan, orphan_kid
+        self.addCleanup(self.stop_all, side)
+        deadline = time.monotonic() + 10
+        while freezer._stat(orphan)[0] != os.getpid():  # its parent gone, the judge adopts it
+            self.assertLess(time.monotonic(), deadline, "the orphan was never adopted")
+            time.sleep(0.01)
+
+    def stop_all(self, side):
+        for p in (self.orphan_kid, self.orphan, self.helper, side.pid):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        side.stdin.close()
+        side.stdout.close()
+        side.wait()
+        freezer.SPAWNED.discard(side.pid)
+        for p in (self.orphan, self.orphan_kid):
+            try:
+                os.waitpid(p, 0)
+            except ChildProcessError:
+                pass  # not ours: the orphan reaps its own child
+
+    def signals(self, sig, call):
+        sent, real = [], os.kill
+        with mock.patch.object(freezer.os, "kill", side_effect=lambda p, s: (sent.append(p) if s == sig else None, real(p, s))):
+            out = call()
+        return out, sent
+
+    def test_the_orphans_tree_is_stopped_first_and_continued_last(self):
+        frozen, stops = self.signals(signal.SIGSTOP, lambda: self.f.freeze(keep=None))
+        self.assertEqual(set(frozen), {self.side, self.helper, self.orphan, self.orphan_kid})
+        self.assertEqual(set(stops[:2]), {self.orphan, self.orphan_kid}, stops)
+        self.assertLess(stops.index(self.orphan_kid), stops.index(self.orphan), "deepest first")
+        self.assertLess(stops.index(self.helper), stops.index(self.side), "deepest first")
+        _, conts = self.signals(signal.SIGCONT, lambda: self.f.thaw(frozen))
+        self.assertEqual(conts, [self.side, self.helper, self.orphan, self.orphan_kid])
+
+    def test_an_orphan_is_stopped_whichever_side_runs(self):
+        frozen, stops = self.signals(signal.SIGSTOP, lambda: self.f.freeze(keep=self.side))
+        self.assertEqual(stops, [self.orphan_kid, self.orphan])
+        self.assertNotIn(freezer._stat(self.side)[1], ("T", "t"), "the side it keeps runs on")
+        self.f.thaw(frozen)
 
 
 if __name__ == "__main__":
