@@ -24,7 +24,7 @@ after the previous one's, but it leans on Kineto's alignment of the two clocks);
 reported as by_time, and kernels_min/max differing across calls flags a misattribution.
 
 Usage (GPU machine, repository root):
-  python3 scripts/gpu/kernel_span.py [--shape 0] [--calls 20] [--pad-us 0] [--names] [--json FILE] TASK_JSON:SRC_DIR ...
+  python3 scripts/gpu/kernel_span.py [--shape 0 | --all-shapes] [--calls 20] [--pad-us 0] [--warm-us 0] [--names] [--json FILE] TASK_JSON:SRC_DIR ...
 """
 import argparse
 import bisect
@@ -152,8 +152,10 @@ def kineto_events(prof):
     return ranges, launches, device
 
 
-def measure(fn, sets, calls, pad_cycles, flush="read"):
+def measure(fn, sets, calls, pad_cycles, flush="read", warm_cycles=0):
     """(kernels per call, CUDA-event window us per call) of `calls` calls in one profiler session.
+    warm_cycles: the device kept busy that long after the flush, before the sync that ends it, as
+    the judge's child does (warm_us: the SM clock back up when the call starts).
     flush "read" evicts the L2 by reading twice its size, as the judge does (child._flush): the L2
     is clean when the call starts. "zero" writes it, as the lab's timing does: the L2 is then full
     of dirty lines that the call's first kernel writes back (up to ~14 us on an H200), which is
@@ -173,6 +175,8 @@ def measure(fn, sets, calls, pad_cycles, flush="read"):
                     buf.zero_()
                 else:
                     buf.sum()  # a read; the result is not needed, the eviction is
+                if warm_cycles:
+                    torch.cuda._sleep(warm_cycles)
             torch.cuda.synchronize()  # the flush is over on the device before the call's range opens
             with record_function(OTHER):
                 if pad_cycles:
@@ -192,9 +196,12 @@ def measure(fn, sets, calls, pad_cycles, flush="read"):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", type=int, action="append", help="graded shape index (repeatable; default 0)")
+    ap.add_argument("--all-shapes", action="store_true", help="every graded shape of each package's task")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--pad-us", type=float, default=0.0,
                     help="spin the device this long before each start event, as the judge's launch pad")
+    ap.add_argument("--warm-us", type=float, default=0.0,
+                    help="keep the device busy this long after the flush, as the judge's warm-up (warm_us)")
     ap.add_argument("--flush", choices=("read", "zero"), default="read",
                     help="how the L2 is flushed before each call: read (the judge's) or zero (the lab's)")
     ap.add_argument("--names", action="store_true", help="also each kernel name's median us a call")
@@ -205,13 +212,33 @@ def main():
     from eager_package import load, sleep_cycles_per_us
     from kzoo_judge import inputs
     pad_cycles = int(a.pad_us * sleep_cycles_per_us()) if a.pad_us else 0
-    lines = []
+    warm_cycles = int(a.warm_us * sleep_cycles_per_us()) if a.warm_us else 0
+    out = open(a.json, "w") if a.json else sys.stdout
+
+    def emit(rec):
+        # line by line: a run cut at its time limit keeps the shapes it finished
+        out.write(json.dumps(rec, default=str) + "\n")
+        out.flush()
+
     for spec in a.packages:
         task_path, src_dir = spec.split(":", 1)
-        for shape in a.shape or [0]:
-            task, _, dims, fn = load(task_path, src_dir, shape)
-            sets = [inputs.make_inputs(task, dims, 500 + i, "cuda") for i in range(4)]
-            calls, windows, by_time = measure(fn, sets, a.calls, pad_cycles, a.flush)
+        try:
+            shapes = a.shape or [0]
+            if a.all_shapes:
+                from kzoo_judge import task as task_mod
+                shapes = range(len(task_mod.load(task_path).workload(None)[1]["graded"]))
+        except Exception as e:  # noqa: BLE001 - one package's fault is its own line, the others still run
+            emit({"src": src_dir, "task_path": task_path, "error": "%s: %s" % (type(e).__name__, e)})
+            continue
+        for shape in shapes:
+            try:
+                task, _, dims, fn = load(task_path, src_dir, shape)
+                sets = [inputs.make_inputs(task, dims, 500 + i, "cuda") for i in range(4)]
+                calls, windows, by_time = measure(fn, sets, a.calls, pad_cycles, a.flush, warm_cycles)
+            except Exception as e:  # noqa: BLE001
+                print("%-24s shape %d: %s: %s" % (src_dir, shape, type(e).__name__, e))
+                emit({"src": src_dir, "task_path": task_path, "shape_index": shape, "error": "%s: %s" % (type(e).__name__, e)})
+                continue
             figs = [call_figures(c) for c in calls]
             sm = summarize(figs, windows)
             if "error" in sm:
@@ -221,19 +248,16 @@ def main():
                       " window-span %.1f us (n=%d, by_time %d)" % (
                           task.name, shape, sm["kernels"], sm["kernels_min"], sm["kernels_max"], sm["sum_us"],
                           sm["span_us"], sm["gaps_us"], sm["idle_us"], sm["window_us"], sm["window_minus_span_us"],
-                          sm["calls"], by_time))
+                          sm["calls"], by_time), flush=True)
             if a.names:
                 for name, n, us in names_table(calls):
                     print("    %9.1f us  x%-3d %s" % (us, n, name[:140]))
             sm.update({"task": task.name, "src": src_dir, "shape_index": shape, "dims": dims, "by_time": by_time,
-                       "pad_us": a.pad_us, "flush": a.flush, "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                       "pad_us": a.pad_us, "warm_us": a.warm_us, "flush": a.flush, "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
                        "per_call": figs, "windows_us": windows})
-            lines.append(json.dumps(sm, default=str))
-    if a.json:
-        with open(a.json, "w") as f:
-            f.write("".join(line + "\n" for line in lines))
-    else:
-        print("\n".join(lines))
+            emit(sm)
+    if out is not sys.stdout:
+        out.close()
     return 0
 
 

@@ -1,0 +1,143 @@
+"""fidelity_table.py: each graded case against ncu and against its plain-process span, on the CPU.
+
+Run from scripts/gpu: python3 -m unittest -v test_fidelity_table
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fidelity_table as ft  # noqa: E402
+
+
+def grade_doc(medians, outcome="accepted"):
+    """`kzoo grade --json`: the judge's document, kzoo's decision beside its cases (cmd_grade.cpp)."""
+    cases = [{"test_case_id": "graded-%d" % i, "message": "median %s us over 100 timed calls" % m}
+             for i, m in enumerate(medians)]
+    return {"cases": cases, "overall": {"accept": False}, "kzoo_grade": {"decision": {"outcome": outcome}}}
+
+
+class Logs:
+    """A fidelity.sh LOGS folder written file by file."""
+
+    def __init__(self, test):
+        self.dir = tempfile.mkdtemp(prefix="kzoo-fidelity-test-")
+        test.addCleanup(shutil.rmtree, self.dir)
+
+    def write(self, name, text):
+        with open(os.path.join(self.dir, name), "w") as f:
+            f.write(text)
+
+    def grade(self, name, medians, outcome="accepted"):
+        self.write("grade_%s.json" % name, json.dumps(grade_doc(medians, outcome)))
+
+    def ncu(self, name, rows):  # (us a call, kernels over the profiled calls) per shape
+        self.write("ncu_%s.txt" % name, "".join("%d %s %d\n" % (i, us, k) for i, (us, k) in enumerate(rows)))
+
+    def spans(self, name, lines):
+        """kernel_span.py's lines for package `name`, appended to the run's one file, named by its source folder."""
+        src = "catalog/x/%s/src" % name
+        with open(os.path.join(self.dir, "span_index.tsv"), "a") as f:
+            f.write("%s\t%s\n" % (name, src))
+        with open(os.path.join(self.dir, "spans.jsonl"), "a") as f:
+            f.write("".join(json.dumps(dict(x, src=src)) + "\n" for x in lines))
+
+
+def row_of(text, name, case):
+    for line in text.splitlines():
+        cols = [c.strip() for c in line.split("|")]
+        if cols[:2] == [name, case]:
+            return dict(zip(("package", "case", "ncu", "judge", "diff", "kernels", "span", "vs_span", "runs", "grade"), cols))
+    raise AssertionError("no row %s %s in\n%s" % (name, case, text))
+
+
+class TheTable(unittest.TestCase):
+    def setUp(self):
+        self.logs = Logs(self)
+
+    def test_a_case_is_read_against_ncu_and_against_its_span(self):
+        # rotary's shape 0 of session 27: 9.7% above ncu's sum, a call of 19 kernels (95 over 5 calls)
+        self.logs.grade("eager_rotary", [5485.0, 1000.0, 2000.0])
+        self.logs.ncu("eager_rotary", [(5000.0, 95), (995.0, 95), (2000.0, 95)])
+        self.logs.spans("eager_rotary", [{"shape_index": 0, "span_us": 5440.0}, {"shape_index": 1, "span_us": 940.0},
+                                         {"shape_index": 2, "error": "no records"}])
+        text = ft.table(self.logs.dir, 5, "kernels")
+        r0 = row_of(text, "eager_rotary", "graded-0")
+        self.assertEqual((r0["ncu"], r0["judge"], r0["diff"], r0["kernels"]), ("5000.0", "5485.0", "+9.70%", "19"))
+        self.assertEqual((r0["span"], r0["vs_span"]), ("5440.0", "+0.83%"))
+        r1 = row_of(text, "eager_rotary", "graded-1")
+        self.assertEqual((r1["diff"], r1["vs_span"]), ("+0.50%", "+6.38%"))
+        r2 = row_of(text, "eager_rotary", "graded-2")
+        self.assertEqual((r2["diff"], r2["span"], r2["vs_span"]), ("+0.00%", "-", "-"), "a shape the probe could not time")
+        self.assertIn("fidelity: 2 of 3 cases within 1% of ncu; repeats: 0 of 0 cases agree within 1%", text)
+        self.assertIn("of the cases off by more than 1%, 1 are calls of several kernels", text)
+        self.assertIn("against the plain process's device span (kernel_span.py): 1 of 2 cases within 1%; of the calls of "
+                      "several kernels off ncu by more than 1%, 1 within 1% of their span", text)
+
+    def test_each_package_reads_its_own_spans_from_the_one_run(self):
+        for name, judge, span in (("eager_softmax", 1000.0, 990.0), ("eager_layernorm", 600.0, 600.0)):
+            self.logs.grade(name, [judge])
+            self.logs.ncu(name, [(judge, 5)])
+            self.logs.spans(name, [{"shape_index": 0, "span_us": span}])
+        text = ft.table(self.logs.dir, 5, "kernels")
+        self.assertEqual(row_of(text, "eager_softmax", "graded-0")["vs_span"], "+1.01%")
+        self.assertEqual(row_of(text, "eager_layernorm", "graded-0")["vs_span"], "+0.00%")
+        self.assertIn("(kernel_span.py): 1 of 2 cases within 1%", text)
+
+    def test_a_single_kernel_off_ncu_is_not_counted_as_several(self):
+        self.logs.grade("solution_layernorm", [602.0])
+        self.logs.ncu("solution_layernorm", [(587.5, 5)])  # one kernel a call
+        text = ft.table(self.logs.dir, 5, "kernels")
+        self.assertEqual(row_of(text, "solution_layernorm", "graded-0")["diff"], "+2.47%")
+        self.assertIn("fidelity: 0 of 1 cases within 1% of ncu", text)
+        self.assertNotIn("calls of several kernels", text)
+        self.assertNotIn("plain process", text, "no span was taken: no span line")
+
+    def test_repeats_are_the_spread_of_three_medians(self):
+        self.logs.grade("eager_softmax", [1000.0, 500.0])
+        self.logs.grade("eager_softmax_r2", [1005.0, 520.0])
+        self.logs.grade("eager_softmax_r3", [1002.0, 505.0])
+        self.logs.ncu("eager_softmax", [(1000.0, 5), (500.0, 5)])
+        text = ft.table(self.logs.dir, 5, "kernels")
+        self.assertEqual(row_of(text, "eager_softmax", "graded-0")["runs"], "0.50%")
+        self.assertEqual(row_of(text, "eager_softmax", "graded-1")["runs"], "4.00%")
+        self.assertIn("repeats: 1 of 2 cases agree within 1%", text)
+        self.assertNotIn("eager_softmax_r2", text, "a repeat is a column, not a row")
+
+    def test_missing_and_broken_files_leave_dashes_not_errors(self):
+        self.logs.write("grade_eager_topk.json", "")  # the grade printed nothing
+        self.logs.grade("solution_topk", [100.0], outcome="rejected")
+        self.logs.spans("solution_topk", [{"shape_index": 0, "error": "RuntimeError: CUDA error"}])
+        with open(os.path.join(self.logs.dir, "spans.jsonl"), "a") as f:
+            f.write('{"src": "catalog/x/solution_topk/src", "shape_index": 0, "span')  # cut at the time limit
+        text = ft.table(self.logs.dir, 5, "kernels")
+        r = row_of(text, "solution_topk", "graded-0")
+        self.assertEqual((r["ncu"], r["diff"], r["span"], r["grade"]), ("-", "-", "-", "NOT accepted"))
+        self.assertIn("fidelity: 0 of 0 cases", text)
+        self.assertNotIn("eager_topk", text, "a grade without cases has no rows")
+
+    def test_a_range_run_counts_no_call_as_several_kernels(self):
+        self.logs.grade("eager_rotary", [5485.0])
+        self.logs.ncu("eager_rotary", [(5000.0, 5)])
+        text = ft.table(self.logs.dir, 5, "range")
+        self.assertEqual(row_of(text, "eager_rotary", "graded-0")["kernels"], "range")
+        self.assertNotIn("calls of several kernels", text)
+
+    def test_main_writes_the_table_file(self):
+        self.logs.grade("eager_softmax", [1000.0])
+        self.logs.ncu("eager_softmax", [(1004.0, 5)])
+        out = tempfile.mkdtemp(prefix="kzoo-fidelity-out-")
+        self.addCleanup(shutil.rmtree, out)
+        self.assertEqual(ft.main([self.logs.dir, out, "5", "kernels"]), 0)
+        with open(os.path.join(out, "fidelity_table.txt")) as f:
+                text = f.read()
+        self.assertIn("fidelity: 1 of 1 cases within 1% of ncu", text)
+        self.assertEqual(row_of(text, "eager_softmax", "graded-0")["grade"], "accepted", "kzoo's decision, not the judge's overall")
+        self.assertEqual(ft.main([self.logs.dir]), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
