@@ -217,13 +217,48 @@ def _narrow_chunk(oc, ec, bound):
     lo, hi, rk, k, out_k, exp_k, dn, en = torch.stack([
         lo.to(f64), hi.to(f64), r[k].to(f64), k.to(f64), oc[k].to(f64), ec[k].to(f64),
         torch.linalg.vector_norm(d, dtype=f64), torch.linalg.vector_norm(ec, dtype=f64)]).tolist()
-    if not all(math.isfinite(x) for x in (lo, hi, rk, dn, en)):
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return _narrow_figures(max(-lo, hi), rk, k, out_k, exp_k, dn, en, bound)
+
+
+def _narrow_figures(absmax, rk, k, out_k, exp_k, dn, en, bound):
+    """A narrow path's float32 figures (_narrow_chunk's, compare_fused's) as _finite_chunk gives
+    them, or None where the float64 path must decide: a figure not finite, or a worst ratio
+    within MARGIN of 1. The worst element's ratio is taken again in float64 from its values."""
+    if not all(math.isfinite(x) for x in (absmax, rk, dn, en)):
         return None
     if bound is not None and abs(rk - 1.0) <= MARGIN:
         return None
     dk = out_k - exp_k  # exact in float64, as the general path's
     ratio = abs(dk) if bound is None else abs(dk) / (bound[0] + bound[1] * abs(exp_k))
-    return max(-lo, hi), ratio, k, out_k, exp_k, dn, en
+    return absmax, ratio, k, out_k, exp_k, dn, en
+
+
+# The fused comparison of 16-bit outputs on the GPU (compare_fused.Lazy), when the judge turns it
+# on (Options.fused_compare): one kernel over the whole tensors in place of _narrow_chunk's.
+_FUSED = None
+
+
+def use_fused(fused):
+    """Sets (or, with None, clears) the fused comparison for every later compare()."""
+    global _FUSED
+    _FUSED = fused
+
+
+def _fused_whole(o, e, bound):
+    """_narrow_chunk's figures for the whole of two 16-bit tensors from the fused kernel, or None
+    (no kernel, not its case, or a figure the float64 path must decide: the chunks then go their
+    usual way)."""
+    if _FUSED is None or not e.numel() or not _narrow_fits(o, e, bound):
+        return None
+    of = o.detach().to(e.device).contiguous().reshape(-1)
+    ef = e.detach().contiguous().reshape(-1)
+    got = _FUSED.figures(of, ef, bound)
+    if got is None or got[0]:  # no figures, or a NaN, an Inf or an overflow among the elements
+        return None
+    _, absmax, rk, k, out_k, exp_k, dn, en = got
+    return _narrow_figures(absmax, rk, k, out_k, exp_k, dn, en, bound)
 
 
 def _compare_values(o, e, spec, rowwise, bound=None, exact=False):
@@ -237,6 +272,11 @@ def _compare_values(o, e, spec, rowwise, bound=None, exact=False):
     mismatches, first = 0, None
     worst = _Worst()
     narrowed = False
+    whole = None if exact or rowwise else _fused_whole(o, e, bound)
+    if whole is not None:
+        absmax, ratio, k, out_k, exp_k, dn, en = whole
+        worst.offer(ratio, int(k), out_k, exp_k)
+        return None, absmax, dn ** 2, en ** 2, row_errs, worst, True
     for oc, ec, start in _chunks(o, e, cols):
         fast, of, ef = None, None, None
         if not exact and not rowwise and oc.numel() and _narrow_fits(oc, ec, bound):

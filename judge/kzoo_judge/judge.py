@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from . import ab, arena, bell, channel, compare, dtypes, freezer, gates, inputs, profiling, reference, spawn, spin, task, timing
+from . import ab, arena, bell, channel, compare, compare_fused, dtypes, freezer, gates, inputs, profiling, reference, spawn, spin, task, timing
 from .arena import overlap, span
 from .channel import Child, ChildFailure
 
@@ -83,6 +83,11 @@ class Options:
         # half the calls, which min_checked random checks miss with odds under 2^-min_checked.
         self.check_share = float(raw.get("check_share", 1.0 if device == "cpu" else 0.1))
         self.min_checked = int(raw.get("min_checked", 10))
+        # GPU: two 16-bit outputs compared by one kernel over their bytes (compare_fused.py) in
+        # place of compare.py's torch path for them: the same figures and decisions from one pass.
+        # Off until an H200 run has compared the two: it has run on the CPU only (its own source
+        # built for the host, tests/test_compare_fused.py).
+        self.fused_compare = bool(raw.get("fused_compare", False))
         # The board's elementwise guardrail (scienceslack.json), when the worker passes it.
         self.atol = None if raw.get("atol") is None else float(raw["atol"])
         self.rtol = None if raw.get("rtol") is None else float(raw["rtol"])
@@ -147,6 +152,9 @@ class Judge:
         self.build_error = None
         self.retried = 0  # timed batches (or A/B pairs) re-run because the clocks disagreed
         self.phases = timing.Phases(torch.cuda.synchronize if device == "cuda" else None)
+        # Each judge sets the comparison it uses (compare.py keeps it module-wide): the fused one
+        # only on a GPU and when asked for (Options.fused_compare).
+        compare.use_fused(compare_fused.Lazy(log) if device == "cuda" and options.fused_compare else None)
         self.calls_phase = "child batches"  # where the judge's clock over the child's calls is counted
         # Judge and child spin-wait for each other around each timed call (the doorbell,
         # bell.py) when each has a CPU to spin on: on the CPU the judge keeps off the timing

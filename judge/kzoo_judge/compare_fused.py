@@ -1,0 +1,127 @@
+"""Two 16-bit float outputs compared on the GPU in one pass over their bytes (compare_narrow.cu).
+
+compare.py's float32 path for 16-bit outputs gives its figures through about twelve torch
+kernels a chunk; this gives the same figures from one kernel over the whole tensors and a few
+torch reductions over its per-thread partials (a few MB). What compare.py does with them is
+the same either way: a ratio within MARGIN of 1, or anything not finite, sends the comparison
+to the float64 path (compare._narrow_figures).
+
+The kernel is PTX (compare_ptx.py, built from compare_narrow.cu) loaded through the CUDA driver
+with ctypes, as the launch pad is (pad.py): no compiler in the sandbox. Every failure is a value:
+compare.py then takes its torch path.
+
+Off unless the judge's option fused_compare is set (Options): it has run on the CPU only, thread
+by thread (tests/test_compare_fused.py), until an H200 run compares it with the torch path.
+"""
+import ctypes
+
+import torch
+
+from . import compare_ptx
+
+# compare_narrow.cu's KZOO_BF16 and KZOO_F16
+FORMATS = {torch.bfloat16: 0, torch.float16: 1}
+KERNEL = "kzoo_compare_narrow"
+THREADS = 256
+BLOCKS_PER_SM = 4
+_ATTR_MULTIPROCESSOR_COUNT = 16  # CUdevice_attribute
+
+
+def partial_buffers(nthreads, device):
+    """The kernel's outputs, one element a thread: absmax, rmax, ridx, sd, se, bad."""
+    return (torch.empty(nthreads, dtype=torch.float32, device=device), torch.empty(nthreads, dtype=torch.float32, device=device),
+            torch.empty(nthreads, dtype=torch.int64, device=device), torch.empty(nthreads, dtype=torch.float64, device=device),
+            torch.empty(nthreads, dtype=torch.float64, device=device), torch.empty(nthreads, dtype=torch.int32, device=device))
+
+
+def reduce(parts, out, exp):
+    """The partials of one launch over the flat tensors `out` and `exp`, reduced on their device
+    with one host sync: (any bad, absmax, worst ratio, its flat index, out and expected there as
+    float64, ||d||, ||exp||) -- or None when no thread saw an element. The worst is the first
+    index among the largest ratios, as torch.argmax takes it."""
+    absmax, rmax, ridx, sd, se, bad = parts
+    best = rmax.max()
+    k = torch.where(rmax == best, ridx, torch.full_like(ridx, torch.iinfo(torch.int64).max)).min()
+    f64 = torch.float64
+    kc = k.clamp(0, max(out.numel() - 1, 0))
+    vals = torch.stack([(bad != 0).any().to(f64), absmax.max().to(f64), best.to(f64), k.to(f64),
+                        out[kc].to(f64), exp[kc].to(f64), sd.sum().sqrt(), se.sum().sqrt()]).tolist()
+    if vals[2] < 0:
+        return None
+    return bool(vals[0]), vals[1], vals[2], int(vals[3]), vals[4], vals[5], vals[6], vals[7]
+
+
+class Kernel:
+    """The loaded kernel for the current CUDA context. `load()` -> (kernel, None) or (None, why)."""
+
+    def __init__(self, lib, fn, blocks, keep):
+        self._lib, self._fn, self.blocks = lib, fn, blocks
+        self._keep = keep  # the module handle and the PTX buffer stay alive with the function
+
+    @classmethod
+    def load(cls):
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+        except OSError as e:
+            return None, "no CUDA driver library (%s)" % e
+        try:
+            dev, sms = ctypes.c_int(), ctypes.c_int()
+            rc = lib.cuCtxGetDevice(ctypes.byref(dev))
+            if rc:
+                return None, "cuCtxGetDevice failed (CUresult %d): no current CUDA context" % rc
+            rc = lib.cuDeviceGetAttribute(ctypes.byref(sms), _ATTR_MULTIPROCESSOR_COUNT, dev)
+            if rc:
+                return None, "cuDeviceGetAttribute failed (CUresult %d)" % rc
+            image = ctypes.create_string_buffer(compare_ptx.PTX.encode())
+            module, fn = ctypes.c_void_p(), ctypes.c_void_p()
+            rc = lib.cuModuleLoadData(ctypes.byref(module), image)
+            if rc:
+                return None, "the comparison's PTX did not load (CUresult %d)" % rc
+            rc = lib.cuModuleGetFunction(ctypes.byref(fn), module, KERNEL.encode())
+            if rc:
+                return None, "cuModuleGetFunction failed (CUresult %d)" % rc
+        except AttributeError as e:  # a driver without one of these entry points
+            return None, "the CUDA driver lacks %s" % e
+        lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        return cls(lib, fn, max(1, sms.value) * BLOCKS_PER_SM, (module, image)), None
+
+    def partials(self, out, exp, bound):
+        """Launches the kernel over the flat, contiguous 16-bit tensors `out` and `exp` (one dtype,
+        one device) on the current stream. Returns (the partials, None) or (None, why)."""
+        nthreads = self.blocks * THREADS
+        parts = partial_buffers(nthreads, exp.device)
+        atol, rtol = bound if bound is not None else (0.0, 0.0)
+        args = [ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(exp.data_ptr()), ctypes.c_int64(exp.numel()),
+                ctypes.c_int(FORMATS[exp.dtype]), ctypes.c_int(bound is not None), ctypes.c_float(atol), ctypes.c_float(rtol)]
+        args += [ctypes.c_void_p(p.data_ptr()) for p in parts]
+        params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in args])
+        stream = torch.cuda.current_stream(exp.device).cuda_stream
+        rc = self._lib.cuLaunchKernel(self._fn, self.blocks, 1, 1, THREADS, 1, 1, 0, ctypes.c_void_p(stream or None), params, None)
+        if rc:
+            return None, "cuLaunchKernel of the comparison failed (CUresult %d)" % rc
+        return parts, None
+
+
+class Lazy:
+    """The kernel loaded at its first use, in the context then current; a load or a launch that
+    fails is said once through `log` and the torch path is taken from then on."""
+
+    def __init__(self, log):
+        self._log, self._kernel, self._failed = log, None, False
+
+    def figures(self, out, exp, bound):
+        """reduce()'s figures for the flat tensors, or None (the torch path, then)."""
+        if self._failed or not exp.is_cuda or exp.dtype not in FORMATS or out.dtype != exp.dtype:
+            return None
+        if self._kernel is None:
+            self._kernel, why = Kernel.load()
+            if self._kernel is None:
+                self._failed = True
+                self._log("the fused comparison is off: %s" % why)
+                return None
+        parts, why = self._kernel.partials(out, exp, bound)
+        if parts is None:
+            self._failed = True
+            self._log("the fused comparison is off: %s" % why)
+            return None
+        return reduce(parts, out, exp)
