@@ -19,9 +19,9 @@ import torch
 
 from . import compare_ptx
 
-# compare_narrow.cu's KZOO_BF16 and KZOO_F16
+# compare_narrow.cu's KZOO_BF16 and KZOO_F16 (its host build's fmt), and its kernel for each
 FORMATS = {torch.bfloat16: 0, torch.float16: 1}
-KERNEL = "kzoo_compare_narrow"
+KERNELS = {torch.bfloat16: "kzoo_compare_narrow_bf16", torch.float16: "kzoo_compare_narrow_f16"}
 THREADS = 256
 BLOCKS_PER_SM = 4
 _ATTR_MULTIPROCESSOR_COUNT = 16  # CUdevice_attribute
@@ -54,8 +54,8 @@ def reduce(parts, out, exp):
 class Kernel:
     """The loaded kernel for the current CUDA context. `load()` -> (kernel, None) or (None, why)."""
 
-    def __init__(self, lib, fn, blocks, keep):
-        self._lib, self._fn, self.blocks = lib, fn, blocks
+    def __init__(self, lib, fns, blocks, keep):
+        self._lib, self._fns, self.blocks = lib, fns, blocks
         self._keep = keep  # the module handle and the PTX buffer stay alive with the function
 
     @classmethod
@@ -73,17 +73,32 @@ class Kernel:
             if rc:
                 return None, "cuDeviceGetAttribute failed (CUresult %d)" % rc
             image = ctypes.create_string_buffer(compare_ptx.PTX.encode())
-            module, fn = ctypes.c_void_p(), ctypes.c_void_p()
+            module = ctypes.c_void_p()
             rc = lib.cuModuleLoadData(ctypes.byref(module), image)
             if rc:
                 return None, "the comparison's PTX did not load (CUresult %d)" % rc
-            rc = lib.cuModuleGetFunction(ctypes.byref(fn), module, KERNEL.encode())
-            if rc:
-                return None, "cuModuleGetFunction failed (CUresult %d)" % rc
+            fns = {}
+            for dtype, name in KERNELS.items():
+                fns[dtype] = ctypes.c_void_p()
+                rc = lib.cuModuleGetFunction(ctypes.byref(fns[dtype]), module, name.encode())
+                if rc:
+                    return None, "cuModuleGetFunction(%s) failed (CUresult %d)" % (name, rc)
+            # One wave: a grid-stride walk gives every thread the same share, so blocks beyond what
+            # the SMs hold at once would run after the others, not beside them.
+            per_sm = BLOCKS_PER_SM
+            for fn in fns.values():
+                fit = ctypes.c_int()
+                rc = lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(fit), fn, ctypes.c_int(THREADS),
+                                                                     ctypes.c_size_t(0))
+                if rc:
+                    return None, "cuOccupancyMaxActiveBlocksPerMultiprocessor failed (CUresult %d)" % rc
+                per_sm = min(per_sm, fit.value)
+            if per_sm < 1:
+                return None, "the comparison's kernel fits no block of %d threads on an SM" % THREADS
         except AttributeError as e:  # a driver without one of these entry points
             return None, "the CUDA driver lacks %s" % e
         lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-        return cls(lib, fn, max(1, sms.value) * BLOCKS_PER_SM, (module, image)), None
+        return cls(lib, fns, max(1, sms.value) * per_sm, (module, image)), None
 
     def partials(self, out, exp, bound):
         """Launches the kernel over the flat, contiguous 16-bit tensors `out` and `exp` (one dtype,
@@ -92,11 +107,11 @@ class Kernel:
         parts = partial_buffers(nthreads, exp.device)
         atol, rtol = bound if bound is not None else (0.0, 0.0)
         args = [ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(exp.data_ptr()), ctypes.c_int64(exp.numel()),
-                ctypes.c_int(FORMATS[exp.dtype]), ctypes.c_int(bound is not None), ctypes.c_float(atol), ctypes.c_float(rtol)]
+                ctypes.c_int(bound is not None), ctypes.c_float(atol), ctypes.c_float(rtol)]
         args += [ctypes.c_void_p(p.data_ptr()) for p in parts]
         params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in args])
         stream = torch.cuda.current_stream(exp.device).cuda_stream
-        rc = self._lib.cuLaunchKernel(self._fn, self.blocks, 1, 1, THREADS, 1, 1, 0, ctypes.c_void_p(stream or None), params, None)
+        rc = self._lib.cuLaunchKernel(self._fns[exp.dtype], self.blocks, 1, 1, THREADS, 1, 1, 0, ctypes.c_void_p(stream or None), params, None)
         if rc:
             return None, "cuLaunchKernel of the comparison failed (CUresult %d)" % rc
         return parts, None

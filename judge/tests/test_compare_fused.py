@@ -83,9 +83,11 @@ class TheSource(unittest.TestCase):
         with open(SOURCE, "rb") as f:
             sha = hashlib.sha256(f.read()).hexdigest()
         self.assertEqual(compare_ptx.SOURCE_SHA256, sha, "compare_narrow.cu changed: run scripts/gen_compare_ptx.sh")
-        self.assertIn(".entry %s(" % compare_fused.KERNEL, compare_ptx.PTX)
+        for name in compare_fused.KERNELS.values():
+            self.assertTrue(".entry %s(" % name in compare_ptx.PTX, "no kernel %s in compare_ptx.py" % name)
         for word in ("fma.", ".ftz", ".approx"):
-            self.assertNotIn(word, compare_ptx.PTX, "the float32 figures must be the torch path's operations")
+            self.assertFalse(word in compare_ptx.PTX, "%s in the PTX: the float32 figures must be the torch path's "
+                                                      "operations" % word)
 
     def test_widening_is_exact_for_every_bit_pattern(self):
         lib = _host_library(self)
