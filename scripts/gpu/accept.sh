@@ -6,14 +6,16 @@
 #      eager baselines and the twelve GPU solutions, graded by `kzoo grade --device cuda` at
 #      the judge's defaults in the sandbox (each must be accepted) against Nsight Compute;
 #      every case within 1% of ncu, the softmax packages' three grades within 1% of each other.
-#   STEPS="grades identical samples tests" (call 2):
+#   STEPS="grades identical samples tests compare" (call 2):
 #   1. grades: the timing row (the softmax eager package at the judge's defaults: wall time
 #      <= 10 s), the eager package A/B against itself slowed ~5% (accepted, geomean 1.02-1.10x), every catalog
 #      sample (catalog/samples/samples.json), sandboxed, accepted;
 #   2. the service end to end: init, serve, `kzoo worker --device cuda`; the eager source
 #      itself submitted (identical code: refused, its A/B geomean within 1% of 1.0x), a faster
 #      sample submitted and accepted within 20 s, a slower one submitted and rejected;
-#   3. the judge's GPU test classes (every unittest class whose name holds "Gpu").
+#   3. the judge's GPU test classes (every unittest class whose name holds "Gpu");
+#   4. compare: the fused comparison of 16-bit outputs against the torch path
+#      (scripts/gpu/compare_probe.py): the same verdicts and figures, and their times.
 # Prints one table; the last line says PASS or FAIL. Exit 0 only on PASS.
 # Setup (here, on the Debian machine): bash scripts/build.sh && bash scripts/gpu/bundle.sh,
 # then run `bash scripts/gpu/accept.sh` on the device with .device carried.
@@ -81,9 +83,9 @@ grade() {  # grade NAME DIR [ITERATIONS]
   row "grade $1" accepted "$(verdict $rc)" "$(since "$t0")" "$(detail "$f.json" "$f.err")"
 }
 # STEPS picks parts: fidelity (call 1); grades, identical, samples (the service's sample
-# submissions), tests (call 2). A run cut short can be completed by a further one on the same
-# code, saying so in docs/GPU.md.
-STEPS=" ${STEPS:-grades identical samples tests} "
+# submissions), tests, compare (call 2). A run cut short can be completed by a further one on
+# the same code, saying so in docs/GPU.md.
+STEPS=" ${STEPS:-grades identical samples tests compare} "
 step() { [[ $STEPS == *" $1 "* ]]; }
 if step fidelity; then
   t0=$(now)
@@ -224,6 +226,21 @@ rc=$?
 ran=$(grep -Eo '^Ran [0-9]+ tests?' "$LOGS/gpu_tests.txt" | tail -1)
 row "judge GPU tests (-k Gpu -k gpu)" passed "$([ $rc = 0 ] && echo passed || echo "failed($rc)")" "$(since "$t0")" \
   "$ran; $(tail -1 "$LOGS/gpu_tests.txt")"
+fi
+
+# The fused comparison of 16-bit outputs (judge/kzoo_judge/compare_fused.py, off by default until
+# this row passes on a GPU) against compare.py's torch path on the same tensors: the same verdict
+# and figures, and each one's time (the probe's lines are in compare_probe.txt and the logs).
+if step compare; then
+t0=$(now)
+timeout 120 "$PY" scripts/gpu/compare_probe.py --blocks-per-sm 2 --blocks-per-sm 4 --blocks-per-sm 8 \
+  > "$LOGS/compare_probe.txt" 2>&1
+rc=$?
+cp "$LOGS/compare_probe.txt" "$OUT/compare_probe.txt"
+differs=$(grep -c "DIFFERS" "$LOGS/compare_probe.txt"); fused=$(grep -c "fused, " "$LOGS/compare_probe.txt")
+row "fused comparison: the torch path's verdicts and figures" yes \
+  "$([ $rc = 0 ] && [ "$differs" = 0 ] && [ "$fused" -gt 0 ] && echo yes || echo no)" "$(since "$t0")" \
+  "$(grep -E "torch path|fused, 4 " "$LOGS/compare_probe.txt" | tr -s ' ' | paste -sd ';' | cut -c1-300)"
 fi
 
 echo "== accept.sh on $(head -1 "$LOGS/env.txt") | $(sed -n 2p "$LOGS/env.txt") | $(sed -n 3p "$LOGS/env.txt")"
