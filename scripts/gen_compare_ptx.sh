@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=judge/kzoo_judge/compare_narrow.cu
-dst=judge/kzoo_judge/compare_ptx.py
+dst=${DST:-judge/kzoo_judge/compare_ptx.py}  # DST: elsewhere (the tests compare the two)
 CLANG=${CLANG:-clang}
 ptx=$("$CLANG" -x cuda --cuda-device-only --cuda-gpu-arch=sm_70 -nocudainc -nocudalib -O3 -ffp-contract=off \
   -Wno-unknown-cuda-version -S -o - "$src")

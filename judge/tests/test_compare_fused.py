@@ -89,6 +89,22 @@ class TheSource(unittest.TestCase):
             self.assertFalse(word in compare_ptx.PTX, "%s in the PTX: the float32 figures must be the torch path's "
                                                       "operations" % word)
 
+    def test_the_ptx_is_what_clang_makes_of_the_source(self):
+        # CI installs clang (scripts/install-deps.sh, for the fuzzers): there its absence fails
+        if shutil.which("clang") is None:
+            if os.environ.get("CI"):
+                self.fail("clang is missing: scripts/install-deps.sh installs it")
+            self.skipTest("no clang here")
+        d = tempfile.mkdtemp(prefix="kzoo-ptx-")
+        self.addCleanup(shutil.rmtree, d)
+        made = os.path.join(d, "compare_ptx.py")
+        script = os.path.join(HERE, "..", "..", "scripts", "gen_compare_ptx.sh")
+        subprocess.run(["bash", script], env=dict(os.environ, DST=made), check=True, stdout=subprocess.DEVNULL)
+        with open(made) as f:
+            fresh = f.read()
+        with open(os.path.join(HERE, "..", "kzoo_judge", "compare_ptx.py")) as f:
+            self.assertTrue(f.read() == fresh, "compare_ptx.py is not what scripts/gen_compare_ptx.sh makes: run it")
+
     def test_widening_is_exact_for_every_bit_pattern(self):
         lib = _host_library(self)
         bits = torch.arange(1 << 16, dtype=torch.int32).to(torch.int16)
