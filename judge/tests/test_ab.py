@@ -74,6 +74,17 @@ def judge_ab(candidate, incumbent, options=None, task_raw=None, device="cpu", ea
 
 # The options of the tests that hold identical code to the band 0.8-1.25: 32 timed pairs.
 AB_PAIRS_32 = {"iterations": 128, "warmup": 2, "batch": 4}
+# The tests that hold identical code to that band time a 256x1024 softmax (~0.35-0.6 ms a call
+# here), not the task's 64x256 (~0.06-0.11 ms): with the smaller call one run's figure is mostly
+# harness noise. Measured on this 2-core VM, 2026-12-04: at 64x256 the per-call spread read
+# 1.5-2.7; identical code read 0.95-1.05 alone and 0.93-1.14 beside a CPU hog, and the orphan
+# saboteur beside the hog 0.86-1.01 at 32 pairs and 0.84-1.06 at 64 (more pairs did not narrow it);
+# CI's run of the orphan test once fell outside 0.8-1.25. At 256x1024 the spread read 0.26-0.76,
+# identical code 0.96-1.04 alone and the orphan saboteur beside the hog 0.94-1.01. (glibc's mmap
+# threshold, which once made one child 1.6x slower, no longer shows at either size with the
+# children's fixed thresholds removed: 0.91-1.06 at 64x256, 0.97-1.03 at 256x1024.)
+IDENTICAL_TASK = h.softmax_task()
+IDENTICAL_TASK["workloads"]["synthetic"]["measure"] = [[256, 1024]]
 
 
 class ChildrenStartedAhead(unittest.TestCase):
@@ -225,8 +236,9 @@ class Interleaved(unittest.TestCase):
         # 32 pairs a run: with 16, the median per-pair ratio of honest identical code drew
         # 0.75-1.26 on this 2-core machine while two builds ran beside it, and once left the
         # band on CI's otherwise idle VM; a systematic 1.6x stays far outside it either way.
+        # At 256x1024 (IDENTICAL_TASK): the smaller call's figures are mostly harness noise.
         for _ in range(2):
-            c = h.case0(judge_ab(h.GOOD_SOFTMAX, h.GOOD_SOFTMAX, AB_PAIRS_32))
+            c = h.case0(judge_ab(h.GOOD_SOFTMAX, h.GOOD_SOFTMAX, AB_PAIRS_32, task_raw=IDENTICAL_TASK))
             self.assertGreater(c["speedup"]["ratio_median"], 0.8, c["message"])
             self.assertLess(c["speedup"]["ratio_median"], 1.25, c["message"])
 
@@ -413,25 +425,16 @@ def saboteur(helper, work):
     return SABOTEUR.replace("@HELPER@", helper).replace("@WORK@", work)
 
 
-# The CPU containment tests time a 256x1024 softmax (~0.35 ms a call here), not the task's 64x256
-# (~0.06-0.11 ms): with the smaller call one run's identical-code figure is mostly harness noise.
-# Measured on this 2-core VM beside a CPU hog, 2026-12-04: at 64x256 the per-call spread read
-# 1.7-2.7, and ten runs of the orphan saboteur read 0.86-1.01 at 32 pairs and 0.84-1.06 at 64 (more
-# pairs did not narrow it); CI's run once fell outside 0.8-1.25. At 256x1024 the spread read
-# 0.3-0.45 and eight runs 0.94-1.01. What these runs cannot show alone: with the freezer mutated to
-# spare orphans, the orphan burned 33 times in one run yet reached few of the incumbent's timed
-# calls (it wakes every 0.5 ms and shares the CPU in the scheduler's slices): 0.91-0.97 at 256x1024,
-# and at 1024x2048 a per-pair median of 1.15-1.36 but a speed-up of 1.02-1.04.
-# test_freezer.OrphansComeLast holds the freezer to stopping them, signal by signal.
-CONTAINMENT_TASK = h.softmax_task()
-CONTAINMENT_TASK["workloads"]["synthetic"]["measure"] = [[256, 1024]]
-
-
+# What these runs cannot show alone: with the freezer mutated to spare orphans, the orphan burned 33
+# times in one run yet reached few of the incumbent's timed calls (it wakes every 0.5 ms and shares
+# the CPU in the scheduler's slices): 0.91-0.97 at 256x1024, and at 1024x2048 a per-pair median of
+# 1.15-1.36 but a speed-up of 1.02-1.04. test_freezer.OrphansComeLast holds the freezer to stopping
+# them, signal by signal.
 class Containment(unittest.TestCase):
     """No process of the submission's, wherever it hides, works while the incumbent is timed."""
 
     def assert_not_swayed(self, helper, work, device="cpu", own_side_pays=False):
-        c = h.case0(judge_ab(saboteur(helper, work), h.GOOD_SOFTMAX, AB_PAIRS_32, task_raw=CONTAINMENT_TASK,
+        c = h.case0(judge_ab(saboteur(helper, work), h.GOOD_SOFTMAX, AB_PAIRS_32, task_raw=IDENTICAL_TASK,
                              device=device))
         self.assertEqual(c["status"], "ok", c["message"])
         # identical code against itself: the saboteur must not move the ratio out of the band
