@@ -118,25 +118,39 @@ class Kernel:
 
 
 class Lazy:
-    """The kernel loaded at its first use, in the context then current; a load or a launch that
-    fails is said once through `log` and the torch path is taken from then on."""
+    """The kernel loaded at its first use, in the context then current, and trusted only once its
+    first figures were the torch path's for the same tensors (compare._compare_values runs both
+    that once: on hardware or a driver this PTX has not met, a wrong figure turns it off instead
+    of deciding a verdict). A load, a launch or that first check that fails is said once through
+    `log`, and the torch path is taken from then on. `load` and `device_type` stand in for the
+    CUDA kernel in the tests (the same source built for the host)."""
 
-    def __init__(self, log):
-        self._log, self._kernel, self._failed = log, None, False
+    def __init__(self, log, load=None, device_type="cuda"):
+        self._log, self._load, self._device_type = log, load or Kernel.load, device_type
+        self._kernel, self._failed, self.trusted = None, False, False
 
     def figures(self, out, exp, bound):
         """reduce()'s figures for the flat tensors, or None (the torch path, then)."""
-        if self._failed or not exp.is_cuda or exp.dtype not in FORMATS or out.dtype != exp.dtype:
+        if self._failed or exp.device.type != self._device_type or exp.dtype not in FORMATS or out.dtype != exp.dtype:
             return None
         if self._kernel is None:
-            self._kernel, why = Kernel.load()
+            self._kernel, why = self._load()
             if self._kernel is None:
-                self._failed = True
-                self._log("the fused comparison is off: %s" % why)
+                self._off(why)
                 return None
         parts, why = self._kernel.partials(out, exp, bound)
         if parts is None:
-            self._failed = True
-            self._log("the fused comparison is off: %s" % why)
+            self._off(why)
             return None
         return reduce(parts, out, exp)
+
+    def settle(self, agreed, detail):
+        """The first figures' check (compare._compare_values): trusted from now on, or off."""
+        if agreed:
+            self.trusted = True
+        else:
+            self._off("its first figures were not the torch path's (%s)" % detail)
+
+    def _off(self, why):
+        self._failed = True
+        self._log("the fused comparison is off: %s" % why)

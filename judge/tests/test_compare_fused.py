@@ -48,22 +48,30 @@ def _host_library(test_case):
 _host_library.lib = None
 
 
-class HostFused:
-    """compare_fused.Lazy's contract, the kernel run on the host."""
+class HostKernel:
+    """compare_fused.Kernel's contract, the kernel run on the host; `spoil` changes its partials (a
+    kernel that computes something else)."""
 
-    def __init__(self, lib, nthreads=HOST_THREADS):
-        self.lib, self.nthreads, self.calls = lib, nthreads, 0
+    def __init__(self, lib, nthreads=HOST_THREADS, spoil=None):
+        self.lib, self.nthreads, self.spoil, self.calls = lib, nthreads, spoil, 0
 
-    def figures(self, out, exp, bound):
-        if exp.dtype not in compare_fused.FORMATS or out.dtype != exp.dtype:
-            return None
+    def partials(self, out, exp, bound):
         self.calls += 1
         parts = compare_fused.partial_buffers(self.nthreads, exp.device)
         atol, rtol = bound if bound is not None else (0.0, 0.0)
         self.lib.kzoo_compare_narrow_host(self.nthreads, out.data_ptr(), exp.data_ptr(), exp.numel(),
                                           compare_fused.FORMATS[exp.dtype], int(bound is not None), atol, rtol,
                                           *[p.data_ptr() for p in parts])
-        return compare_fused.reduce(parts, out, exp)
+        if self.spoil:
+            self.spoil(parts)
+        return parts, None
+
+
+def host_fused(kernel, said=None, trusted=True):
+    """compare_fused.Lazy around the host build of the kernel, trusted already unless asked."""
+    fused = compare_fused.Lazy((said if said is not None else []).append, load=lambda: (kernel, None), device_type="cpu")
+    fused.trusted = trusted
+    return fused
 
 
 def spec(dtype):
@@ -123,7 +131,8 @@ class OnTheHost(unittest.TestCase):
     """The kernel's figures against _narrow_chunk's, and compare() with it in place."""
 
     def setUp(self):
-        self.fused = HostFused(_host_library(self))
+        self.kernel = HostKernel(_host_library(self))
+        self.fused = host_fused(self.kernel)
 
     def whole(self, out, exp, bound):
         compare.use_fused(self.fused)
@@ -202,13 +211,13 @@ class OnTheHost(unittest.TestCase):
                 args = ([out], [exp], [spec(dtype)], "relative-frobenius", 1e-2)
                 want = compare.compare(*args, bound=bound)
                 compare.use_fused(self.fused)
-                before = self.fused.calls
+                before = self.kernel.calls
                 try:
                     got = compare.compare(*args, bound=bound)
                 finally:
                     compare.use_fused(None)
                 with self.subTest(dtype=dtype, noise=noise, bound=bound):
-                    self.assertEqual(self.fused.calls, before + 1, "the fused figures were used")
+                    self.assertEqual(self.kernel.calls, before + 1, "the fused figures were used")
                     self.assertEqual(got.ok, want.ok)
                     self.assertEqual(got.reason, want.reason)
                     self.assertAlmostEqual(got.error_rel, want.error_rel, delta=1e-12 * max(1.0, want.error_rel))
@@ -224,7 +233,50 @@ class OnTheHost(unittest.TestCase):
             compare.compare([out], [exp], [spec(torch.float16)], "rowwise", 1e-2)
         finally:
             compare.use_fused(None)
-        self.assertEqual(self.fused.calls, 0)
+        self.assertEqual(self.kernel.calls, 0)
+
+    def test_its_first_figures_are_held_to_the_torch_paths_before_it_is_trusted(self):
+        out, exp = pair(torch.bfloat16, rows=64, cols=300)
+        args = ([out], [exp], [spec(torch.bfloat16)], "relative-frobenius", 1e-2)
+        fused = host_fused(self.kernel, trusted=False)
+        narrow_calls = []
+        real = compare._narrow_chunk
+        compare._narrow_chunk = lambda *a: narrow_calls.append(1) or real(*a)
+        compare.use_fused(fused)
+        try:
+            first = compare.compare(*args, bound=(1e-2, 1e-2))
+            self.assertTrue(fused.trusted)
+            self.assertEqual((self.kernel.calls, len(narrow_calls)), (1, 1), "both paths, once")
+            second = compare.compare(*args, bound=(1e-2, 1e-2))
+            self.assertEqual((self.kernel.calls, len(narrow_calls)), (2, 1), "the fused path alone, trusted")
+        finally:
+            compare.use_fused(None)
+            compare._narrow_chunk = real
+        self.assertEqual((first.ok, first.worst, first.bound_ratio), (second.ok, second.worst, second.bound_ratio))
+
+    def test_a_kernel_whose_first_figures_are_not_the_torch_paths_is_turned_off(self):
+        out, exp = pair(torch.float16, rows=64, cols=300)
+        args = ([out], [exp], [spec(torch.float16)], "relative-frobenius", 1e-3)
+        want = compare.compare(*args, bound=(1e-2, 1e-2))
+
+        def halve_the_sums(parts):
+            parts[3].mul_(0.5)  # a kernel that loses half its squares: error_rel ~0.7x the truth
+        spoilt = HostKernel(_host_library(self), spoil=halve_the_sums)
+        said = []
+        fused = host_fused(spoilt, said, trusted=False)
+        compare.use_fused(fused)
+        try:
+            got = compare.compare(*args, bound=(1e-2, 1e-2))
+            again = compare.compare(*args, bound=(1e-2, 1e-2))
+        finally:
+            compare.use_fused(None)
+        self.assertFalse(fused.trusted)
+        self.assertEqual(spoilt.calls, 1, "never asked again")
+        self.assertEqual(len(said), 1)
+        self.assertIn("its first figures were not the torch path's (sum of squared differences", said[0])
+        for v in (got, again):
+            self.assertEqual((v.ok, v.reason, v.error_rel, v.error_abs_max, v.bound_ratio, v.worst),
+                             (want.ok, want.reason, want.error_rel, want.error_abs_max, want.bound_ratio, want.worst))
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "needs CUDA")
