@@ -79,7 +79,7 @@ AB_PAIRS_32 = {"iterations": 128, "warmup": 2, "batch": 4}
 # harness noise. Measured on this 2-core VM, 2026-12-04: at 64x256 the per-call spread read
 # 1.5-2.7; identical code read 0.95-1.05 alone and 0.93-1.14 beside a CPU hog, and the orphan
 # saboteur beside the hog 0.86-1.01 at 32 pairs and 0.84-1.06 at 64 (more pairs did not narrow it);
-# CI's run of the orphan test once fell outside 0.8-1.25. At 256x1024 the spread read 0.26-0.76,
+# CI's run of the orphan test once fell outside 0.8-1.25. At 256x1024 the spread read 0.26-0.94,
 # identical code 0.96-1.04 alone and the orphan saboteur beside the hog 0.94-1.01. (glibc's mmap
 # threshold, which once made one child 1.6x slower, no longer shows at either size with the
 # children's fixed thresholds removed: 0.91-1.06 at 64x256, 0.97-1.03 at 256x1024.)
