@@ -76,13 +76,14 @@ def judge_ab(candidate, incumbent, options=None, task_raw=None, device="cpu", ea
 AB_PAIRS_32 = {"iterations": 128, "warmup": 2, "batch": 4}
 # The tests that hold identical code to that band time a 256x1024 softmax (~0.35-0.6 ms a call
 # here), not the task's 64x256 (~0.06-0.11 ms): with the smaller call one run's figure is mostly
-# harness noise. Measured on this 2-core VM, 2026-12-04: at 64x256 the per-call spread read
-# 1.5-2.7; identical code read 0.95-1.05 alone and 0.93-1.14 beside a CPU hog, and the orphan
-# saboteur beside the hog 0.86-1.01 at 32 pairs and 0.84-1.06 at 64 (more pairs did not narrow it);
-# CI's run of the orphan test once fell outside 0.8-1.25. At 256x1024 the spread read 0.26-0.94,
-# identical code 0.96-1.04 alone and the orphan saboteur beside the hog 0.94-1.01. (glibc's mmap
-# threshold, which once made one child 1.6x slower, no longer shows at either size with the
-# children's fixed thresholds removed: 0.91-1.06 at 64x256, 0.97-1.03 at 256x1024.)
+# harness noise. Measured on this 2-core VM, 2026-12-04 (scripts/ab_noise_cpu.py, docs/PERF.md):
+# at 64x256 the per-call spread read 1.5-2.7; identical code read 0.89-1.11 alone and 0.93-1.14
+# beside a CPU hog, and the orphan saboteur beside the hog 0.86-1.01 at 32 pairs and 0.84-1.06 at
+# 64 (more pairs did not narrow it); CI's run of the orphan test once fell outside 0.8-1.25. At
+# 256x1024 the spread read 0.26-0.94, identical code 0.96-1.05 alone and the orphan saboteur beside
+# the hog 0.94-1.01. (glibc's mmap threshold, which once made one child 1.6x slower, no longer
+# shows at either size with the children's fixed thresholds removed: 0.91-1.06 at 64x256,
+# 0.97-1.03 at 256x1024.)
 IDENTICAL_TASK = h.softmax_task()
 IDENTICAL_TASK["workloads"]["synthetic"]["measure"] = [[256, 1024]]
 
