@@ -152,10 +152,10 @@ class OnTheHost(unittest.TestCase):
         self.assertAlmostEqual(en / want[6], 1.0, delta=1e-12)
 
     def test_the_figures_are_the_torch_paths(self):
-        for dtype in compare_fused.FORMATS:
-            for bound in (None, (1e-2, 1e-2), (1e-5, 0.0), (0.5, 1.0)):
+        for i, dtype in enumerate(compare_fused.FORMATS):
+            for j, bound in enumerate((None, (1e-2, 1e-2), (1e-5, 0.0), (0.5, 1.0))):
                 with self.subTest(dtype=dtype, bound=bound):
-                    out, exp = pair(dtype, seed=hash((str(dtype), bound)) % 1000)
+                    out, exp = pair(dtype, seed=10 * i + j)  # fixed seeds: a failure repeats
                     self.assert_same_figures(out, exp, bound)
 
     def test_fewer_elements_than_threads_and_a_ragged_last_stride(self):
