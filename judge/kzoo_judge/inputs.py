@@ -54,21 +54,15 @@ def _gen(seed, device):
     return g
 
 
-def _row_scaled_normal(shape, g, device, dtype=torch.float32):
-    """Normal in float32, each row scaled in float32, then stored as `dtype`. The scaling writes
-    `dtype` itself (a float32 product rounded once on store: the bits of the product rounded by
-    .to(dtype)), so a 16-bit set is one pass over the float32 draw, not a scaling pass and a
-    cast pass: 1.5 ms of the 3.5 ms a 1 GiB bf16 set took on the H200 (docs/PERF.md)."""
+def _row_scaled_normal(shape, g, device):
     x = torch.randn(shape, generator=g, device=device, dtype=torch.float32)
     if len(shape) >= 2 and x.numel() > 0:
         rows = 1
         for s in shape[:-1]:
             rows *= s
         f = torch.rand(rows, generator=g, device=device) * 2 - 1
-        out = torch.empty(shape, dtype=dtype, device=device)
-        torch.mul(x.reshape(rows, shape[-1]), torch.exp2(f).unsqueeze(1), out=out.reshape(rows, shape[-1]))
-        return out
-    return x.to(dtype)
+        x = x.reshape(rows, shape[-1]).mul_(torch.exp2(f).unsqueeze(1)).reshape(shape)
+    return x
 
 
 def _range_hint(spec, dims):
@@ -171,7 +165,7 @@ def make_inputs(task, dims, seed, device="cpu"):
         elif dtypes.is_float8(spec.dtype):
             made[spec.name] = dtypes.from_float(_floats(spec, shape, dims, g, device), spec.dtype)
         elif dtypes.is_floating(spec.dtype):
-            made[spec.name] = _floats(spec, shape, dims, g, device, dtypes.torch_dtype(spec.dtype))
+            made[spec.name] = _floats(spec, shape, dims, g, device).to(dtypes.torch_dtype(spec.dtype))
         elif spec.dtype == "bool":
             made[spec.name] = torch.rand(shape, generator=g, device=device) < 0.5
         else:
@@ -179,12 +173,12 @@ def make_inputs(task, dims, seed, device="cpu"):
     return [made[s.name] for s in task.inputs]
 
 
-def _floats(spec, shape, dims, g, device, dtype=torch.float32):
+def _floats(spec, shape, dims, g, device):
     hint = _range_hint(spec, dims)
     if hint is not None:
         lo, hi, _ = hint
-        return (torch.rand(shape, generator=g, device=device) * (hi - lo) + lo).to(dtype)
-    return _row_scaled_normal(shape, g, device, dtype)
+        return torch.rand(shape, generator=g, device=device) * (hi - lo) + lo
+    return _row_scaled_normal(shape, g, device)
 
 
 def _mix(seed, name):

@@ -85,56 +85,6 @@ class EveryDtype(unittest.TestCase):
         self.assertTrue(bool((std > 0.4).all() and (std < 2.5).all()))
 
 
-class TheDrawnLaw(unittest.TestCase):
-    """A floating input is a float32 normal, each row scaled in float32, rounded once to its
-    dtype: the law every task's floors were calibrated on. The scaling writes the dtype itself
-    (one pass on the GPU, not two); these pin its bits to the float32 recipe then the cast."""
-
-    @staticmethod
-    def recipe(shape, seed, name, dtype):
-        g = torch.Generator().manual_seed(inputs._mix(seed, name))
-        x = torch.randn(shape, generator=g, dtype=torch.float32)
-        if len(shape) >= 2 and x.numel() > 0:
-            rows = math.prod(shape[:-1])
-            f = torch.rand(rows, generator=g) * 2 - 1
-            x = x.reshape(rows, shape[-1]).mul_(torch.exp2(f).unsqueeze(1)).reshape(shape)
-        return x.to(dtype)
-
-    def test_each_float_dtype_holds_the_float32_recipe_rounded_once(self):
-        for d in ("bfloat16", "float16", "float32", "float64"):
-            for dims, shape in ((("R", "C"), (37, 515)), (("R",), (1000,)), (("B", "R", "C"), (3, 5, 129)), (("R", "C"), (0, 8))):
-                with self.subTest(dtype=d, shape=shape):
-                    t = task_with([{"name": "x", "shape": list(dims), "dtype": d}], dims=dims)
-                    got, = inputs.make_inputs(t, dict(zip(dims, shape)), 77)
-                    want = self.recipe(shape, 77, "x", dtypes.torch_dtype(d))
-                    self.assertEqual(got.dtype, want.dtype)
-                    self.assertEqual(tuple(got.shape), shape)
-                    self.assertTrue(torch.equal(got, want))
-                    self.assertTrue(got.is_contiguous())
-
-
-@unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
-class TheDrawnLawOnTheGpu(unittest.TestCase):
-    """The same bits on the device: CUDA's mul with a 16-bit output rounds the float32 product
-    as .to() does (one set the size of softmax's graded ones, 2^27 elements, and small ones)."""
-
-    def test_each_float_dtype_holds_the_float32_recipe_rounded_once(self):
-        for d in ("bfloat16", "float16", "float32", "float64"):
-            for shape in ((37, 515), (8192, 16384), (1000,)):
-                with self.subTest(dtype=d, shape=shape):
-                    dims = ("R", "C")[:len(shape)]
-                    t = task_with([{"name": "x", "shape": list(dims), "dtype": d}], dims=dims)
-                    got, = inputs.make_inputs(t, dict(zip(dims, shape)), 77, "cuda")
-                    g = torch.Generator(device="cuda").manual_seed(inputs._mix(77, "x"))
-                    x = torch.randn(shape, generator=g, device="cuda", dtype=torch.float32)
-                    if len(shape) >= 2:
-                        f = torch.rand(shape[0], generator=g, device="cuda") * 2 - 1
-                        x = x.mul_(torch.exp2(f).unsqueeze(1))
-                    self.assertTrue(torch.equal(got, x.to(dtypes.torch_dtype(d))))
-                    del got, x
-            torch.cuda.empty_cache()
-
-
 class Seeds(unittest.TestCase):
     def test_same_seed_same_inputs_other_seed_other_inputs(self):
         t = task_with([{"name": "x", "shape": ["R", "C"], "dtype": "bfloat16"}])
