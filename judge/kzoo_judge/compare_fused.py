@@ -7,8 +7,8 @@ the same either way: a ratio within MARGIN of 1, or anything not finite, sends t
 to the float64 path (compare._narrow_figures).
 
 The kernel is PTX (compare_ptx.py, built from compare_narrow.cu) loaded through the CUDA driver
-with ctypes, as the launch pad is (pad.py): no compiler in the sandbox. Every failure is a value:
-compare.py then takes its torch path.
+with ctypes (ptx_module.py): no compiler in the sandbox. Every failure is a value: compare.py then
+takes its torch path.
 
 Off unless the judge's option fused_compare is set (Options): it has run on the CPU only, thread
 by thread (tests/test_compare_fused.py), until an H200 run compares it with the torch path.
@@ -17,14 +17,13 @@ import ctypes
 
 import torch
 
-from . import compare_ptx
+from . import compare_ptx, ptx_module
 
 # compare_narrow.cu's KZOO_BF16 and KZOO_F16 (its host build's fmt), and its kernel for each
 FORMATS = {torch.bfloat16: 0, torch.float16: 1}
 KERNELS = {torch.bfloat16: "kzoo_compare_narrow_bf16", torch.float16: "kzoo_compare_narrow_f16"}
 THREADS = 256
 BLOCKS_PER_SM = 4
-_ATTR_MULTIPROCESSOR_COUNT = 16  # CUdevice_attribute
 
 
 def partial_buffers(nthreads, device):
@@ -54,51 +53,14 @@ def reduce(parts, out, exp):
 class Kernel:
     """The loaded kernel for the current CUDA context. `load()` -> (kernel, None) or (None, why)."""
 
-    def __init__(self, lib, fns, blocks, keep):
-        self._lib, self._fns, self.blocks = lib, fns, blocks
-        self._keep = keep  # the module handle and the PTX buffer stay alive with the function
+    def __init__(self, module):
+        self._module = module
+        self.blocks = module.blocks
 
     @classmethod
     def load(cls):
-        try:
-            lib = ctypes.CDLL("libcuda.so.1")
-        except OSError as e:
-            return None, "no CUDA driver library (%s)" % e
-        try:
-            dev, sms = ctypes.c_int(), ctypes.c_int()
-            rc = lib.cuCtxGetDevice(ctypes.byref(dev))
-            if rc:
-                return None, "cuCtxGetDevice failed (CUresult %d): no current CUDA context" % rc
-            rc = lib.cuDeviceGetAttribute(ctypes.byref(sms), _ATTR_MULTIPROCESSOR_COUNT, dev)
-            if rc:
-                return None, "cuDeviceGetAttribute failed (CUresult %d)" % rc
-            image = ctypes.create_string_buffer(compare_ptx.PTX.encode())
-            module = ctypes.c_void_p()
-            rc = lib.cuModuleLoadData(ctypes.byref(module), image)
-            if rc:
-                return None, "the comparison's PTX did not load (CUresult %d)" % rc
-            fns = {}
-            for dtype, name in KERNELS.items():
-                fns[dtype] = ctypes.c_void_p()
-                rc = lib.cuModuleGetFunction(ctypes.byref(fns[dtype]), module, name.encode())
-                if rc:
-                    return None, "cuModuleGetFunction(%s) failed (CUresult %d)" % (name, rc)
-            # One wave: a grid-stride walk gives every thread the same share, so blocks beyond what
-            # the SMs hold at once would run after the others, not beside them.
-            per_sm = BLOCKS_PER_SM
-            for fn in fns.values():
-                fit = ctypes.c_int()
-                rc = lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(fit), fn, ctypes.c_int(THREADS),
-                                                                     ctypes.c_size_t(0))
-                if rc:
-                    return None, "cuOccupancyMaxActiveBlocksPerMultiprocessor failed (CUresult %d)" % rc
-                per_sm = min(per_sm, fit.value)
-            if per_sm < 1:
-                return None, "the comparison's kernel fits no block of %d threads on an SM" % THREADS
-        except AttributeError as e:  # a driver without one of these entry points
-            return None, "the CUDA driver lacks %s" % e
-        lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-        return cls(lib, fns, max(1, sms.value) * per_sm, (module, image)), None
+        module, why = ptx_module.Module.load(compare_ptx.PTX, list(KERNELS.values()), THREADS, BLOCKS_PER_SM)
+        return (cls(module), None) if module is not None else (None, "the comparison's kernel: %s" % why)
 
     def partials(self, out, exp, bound):
         """Launches the kernel over the flat, contiguous 16-bit tensors `out` and `exp` (one dtype,
@@ -109,12 +71,8 @@ class Kernel:
         args = [ctypes.c_void_p(out.data_ptr()), ctypes.c_void_p(exp.data_ptr()), ctypes.c_int64(exp.numel()),
                 ctypes.c_int(bound is not None), ctypes.c_float(atol), ctypes.c_float(rtol)]
         args += [ctypes.c_void_p(p.data_ptr()) for p in parts]
-        params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in args])
-        stream = torch.cuda.current_stream(exp.device).cuda_stream
-        rc = self._lib.cuLaunchKernel(self._fns[exp.dtype], self.blocks, 1, 1, THREADS, 1, 1, 0, ctypes.c_void_p(stream or None), params, None)
-        if rc:
-            return None, "cuLaunchKernel of the comparison failed (CUresult %d)" % rc
-        return parts, None
+        why = self._module.launch(KERNELS[exp.dtype], args, exp.device)
+        return (None, why) if why else (parts, None)
 
 
 class Lazy:

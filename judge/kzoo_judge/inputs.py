@@ -54,7 +54,31 @@ def _gen(seed, device):
     return g
 
 
-def _row_scaled_normal(shape, g, device):
+# The fused draw (draw_fused.Lazy) when the judge turns it on (Options.fused_draw), else None.
+_FUSED = None
+
+
+def use_fused(draw):
+    """Floating inputs drawn by draw_fused's kernel where it is usable (None: torch's recipe)."""
+    global _FUSED
+    _FUSED = draw
+
+
+def _row_scaled_normal(shape, g, device, dtype=torch.float32, key=None):
+    """A float32 normal, each row scaled by 2^U(-1, 1) in float32, as `dtype`. With the fused draw
+    (key: the input's seed) one kernel writes it: the row factors still come from `g`, the normal
+    from the kernel's own generator; the same law, other values (draw_fused.py)."""
+    if _FUSED is not None and key is not None and _FUSED.usable(device, dtype):
+        out = torch.empty(shape, dtype=dtype, device=device)
+        if out.numel() == 0:
+            return out
+        rows, scale = 1, None
+        if len(shape) >= 2:
+            for s in shape[:-1]:
+                rows *= s
+            scale = torch.exp2(torch.rand(rows, generator=g, device=device) * 2 - 1)
+        _FUSED.draw(out, scale, key, shape[-1] if len(shape) >= 2 else out.numel())
+        return out
     x = torch.randn(shape, generator=g, device=device, dtype=torch.float32)
     if len(shape) >= 2 and x.numel() > 0:
         rows = 1
@@ -62,7 +86,7 @@ def _row_scaled_normal(shape, g, device):
             rows *= s
         f = torch.rand(rows, generator=g, device=device) * 2 - 1
         x = x.reshape(rows, shape[-1]).mul_(torch.exp2(f).unsqueeze(1)).reshape(shape)
-    return x
+    return x.to(dtype)
 
 
 def _range_hint(spec, dims):
@@ -155,17 +179,18 @@ def make_inputs(task, dims, seed, device="cpu"):
         if spec.name in made:
             continue
         shape = by_name[spec.name][1]
-        g = _gen(_mix(seed, spec.name), device)
+        key = _mix(seed, spec.name)
+        g = _gen(key, device)
         if spec.quantized is not None:
             sspec, sshape = by_name[spec.name + "_scale"]
-            real = _row_scaled_normal(shape, g, device)
+            real = _row_scaled_normal(shape, g, device, key=key)
             q, scale = quantize(real, _quant_format(spec), sshape, (spec.quantized or {}).get("block_size"))
             made[sspec.name] = scale.to(dtypes.torch_dtype(sspec.dtype))
             made[spec.name] = q
         elif dtypes.is_float8(spec.dtype):
-            made[spec.name] = dtypes.from_float(_floats(spec, shape, dims, g, device), spec.dtype)
+            made[spec.name] = dtypes.from_float(_floats(spec, shape, dims, g, device, key=key), spec.dtype)
         elif dtypes.is_floating(spec.dtype):
-            made[spec.name] = _floats(spec, shape, dims, g, device).to(dtypes.torch_dtype(spec.dtype))
+            made[spec.name] = _floats(spec, shape, dims, g, device, dtypes.torch_dtype(spec.dtype), key)
         elif spec.dtype == "bool":
             made[spec.name] = torch.rand(shape, generator=g, device=device) < 0.5
         else:
@@ -173,12 +198,12 @@ def make_inputs(task, dims, seed, device="cpu"):
     return [made[s.name] for s in task.inputs]
 
 
-def _floats(spec, shape, dims, g, device):
+def _floats(spec, shape, dims, g, device, dtype=torch.float32, key=None):
     hint = _range_hint(spec, dims)
     if hint is not None:
         lo, hi, _ = hint
-        return torch.rand(shape, generator=g, device=device) * (hi - lo) + lo
-    return _row_scaled_normal(shape, g, device)
+        return (torch.rand(shape, generator=g, device=device) * (hi - lo) + lo).to(dtype)
+    return _row_scaled_normal(shape, g, device, dtype, key)
 
 
 def _mix(seed, name):

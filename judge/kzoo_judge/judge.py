@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from . import ab, arena, bell, channel, compare, compare_fused, dtypes, freezer, gates, inputs, profiling, reference, spawn, spin, task, timing
+from . import ab, arena, bell, channel, compare, compare_fused, draw_fused, dtypes, freezer, gates, inputs, profiling, reference, spawn, spin, task, timing
 from .arena import overlap, span
 from .channel import Child, ChildFailure
 
@@ -88,6 +88,10 @@ class Options:
         # Off until an H200 run has compared the two: it has run on the CPU only (its own source
         # built for the host, tests/test_compare_fused.py).
         self.fused_compare = bool(raw.get("fused_compare", False))
+        # GPU: floating input sets drawn by one kernel (draw_fused.py) in place of inputs.py's three
+        # torch kernels: the same law, the kernel's own values. Off until an H200 run has held the
+        # PTX to the host build's known answers (tests/test_draw_fused.py runs the host build).
+        self.fused_draw = bool(raw.get("fused_draw", False))
         # The board's elementwise guardrail (scienceslack.json), when the worker passes it.
         self.atol = None if raw.get("atol") is None else float(raw["atol"])
         self.rtol = None if raw.get("rtol") is None else float(raw["rtol"])
@@ -155,6 +159,7 @@ class Judge:
         # Each judge sets the comparison it uses (compare.py keeps it module-wide): the fused one
         # only on a GPU and when asked for (Options.fused_compare).
         compare.use_fused(compare_fused.Lazy(log) if device == "cuda" and options.fused_compare else None)
+        inputs.use_fused(draw_fused.Lazy(log) if device == "cuda" and options.fused_draw else None)
         self.calls_phase = "child batches"  # where the judge's clock over the child's calls is counted
         # Judge and child spin-wait for each other around each timed call (the doorbell,
         # bell.py) when each has a CPU to spin on: on the CPU the judge keeps off the timing

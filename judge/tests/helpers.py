@@ -140,3 +140,28 @@ def signature_ok(stdout, stderr, key):
         return False
     sig = lines[-1].split(": ", 1)[1].strip()
     return hmac.compare_digest(sig, hmac.new(key, stdout, hashlib.sha256).hexdigest())
+
+
+_HOST_BUILDS = {}
+
+
+def host_build(test_case, source):
+    """A kernel source of the judge's (compare_narrow.cu, draw_normal.cu) built for the host with
+    KZOO_HOST, as a ctypes library: built once a process. The same flags as scripts/gen_ptx.sh's
+    where they bear on the arithmetic (no fused multiply-add), so it computes what the PTX does."""
+    if source not in _HOST_BUILDS:
+        import ctypes
+        import subprocess
+        cxx = shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")
+        if cxx is None:
+            why = "no C++ compiler to build %s for the host" % os.path.basename(source)
+            if test_case is None:
+                raise RuntimeError(why)
+            test_case.fail(why)
+        d = tempfile.mkdtemp(prefix="kzoo-host-build-")
+        so = os.path.join(d, os.path.basename(source) + ".so")
+        subprocess.run([cxx, "-x", "c++", "-std=c++20", "-O2", "-ffp-contract=off", "-fno-strict-aliasing", "-fPIC",
+                        "-shared", "-DKZOO_HOST", "-o", so, source], check=True)
+        _HOST_BUILDS[source] = ctypes.CDLL(so)
+        shutil.rmtree(d)  # the library stays mapped
+    return _HOST_BUILDS[source]

@@ -19,6 +19,8 @@ import torch
 from kzoo_judge import compare, compare_fused, compare_ptx
 from kzoo_judge.task import TensorSpec
 
+from . import helpers
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "..", "kzoo_judge", "compare_narrow.cu")
 # A launch's threads on the host: fewer than the elements of most tests, more than some.
@@ -26,26 +28,13 @@ HOST_THREADS = 96
 
 
 def _host_library(test_case):
-    """compare_narrow.cu built for the host, as a ctypes library (built once a process)."""
-    if _host_library.lib is None:
-        cxx = shutil.which(os.environ.get("CXX", "c++")) or shutil.which("g++")
-        if cxx is None:
-            test_case.fail("no C++ compiler to build compare_narrow.cu for the host")
-        d = tempfile.mkdtemp(prefix="kzoo-compare-narrow-")
-        so = os.path.join(d, "compare_narrow.so")
-        subprocess.run([cxx, "-x", "c++", "-std=c++20", "-O2", "-ffp-contract=off", "-fPIC", "-shared", "-DKZOO_HOST",
-                        "-o", so, SOURCE], check=True)
-        lib = ctypes.CDLL(so)
-        shutil.rmtree(d)  # the library stays mapped
-        i64, ptr = ctypes.c_int64, ctypes.c_void_p
-        lib.kzoo_compare_narrow_host.argtypes = [i64, ptr, ptr, i64, ctypes.c_int, ctypes.c_int, ctypes.c_float,
-                                                 ctypes.c_float] + [ptr] * 6
-        lib.kzoo_widen_host.argtypes = [ptr, ptr, i64, ctypes.c_int]
-        _host_library.lib = lib
-    return _host_library.lib
-
-
-_host_library.lib = None
+    """compare_narrow.cu built for the host, as a ctypes library."""
+    lib = helpers.host_build(test_case, SOURCE)
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    lib.kzoo_compare_narrow_host.argtypes = [i64, ptr, ptr, i64, ctypes.c_int, ctypes.c_int, ctypes.c_float,
+                                             ctypes.c_float] + [ptr] * 6
+    lib.kzoo_widen_host.argtypes = [ptr, ptr, i64, ctypes.c_int]
+    return lib
 
 
 class HostKernel:
@@ -90,7 +79,7 @@ class TheSource(unittest.TestCase):
     def test_the_ptx_is_built_from_this_source(self):
         with open(SOURCE, "rb") as f:
             sha = hashlib.sha256(f.read()).hexdigest()
-        self.assertEqual(compare_ptx.SOURCE_SHA256, sha, "compare_narrow.cu changed: run scripts/gen_compare_ptx.sh")
+        self.assertEqual(compare_ptx.SOURCE_SHA256, sha, "compare_narrow.cu changed: run scripts/gen_ptx.sh")
         for name in compare_fused.KERNELS.values():
             self.assertTrue(".entry %s(" % name in compare_ptx.PTX, "no kernel %s in compare_ptx.py" % name)
         for word in ("fma.", ".ftz", ".approx"):
@@ -106,12 +95,12 @@ class TheSource(unittest.TestCase):
         d = tempfile.mkdtemp(prefix="kzoo-ptx-")
         self.addCleanup(shutil.rmtree, d)
         made = os.path.join(d, "compare_ptx.py")
-        script = os.path.join(HERE, "..", "..", "scripts", "gen_compare_ptx.sh")
-        subprocess.run(["bash", script], env=dict(os.environ, DST=made), check=True, stdout=subprocess.DEVNULL)
+        script = os.path.join(HERE, "..", "..", "scripts", "gen_ptx.sh")
+        subprocess.run(["bash", script, "compare"], env=dict(os.environ, DST=made), check=True, stdout=subprocess.DEVNULL)
         with open(made) as f:
             fresh = f.read()
         with open(os.path.join(HERE, "..", "kzoo_judge", "compare_ptx.py")) as f:
-            self.assertTrue(f.read() == fresh, "compare_ptx.py is not what scripts/gen_compare_ptx.sh makes: run it")
+            self.assertTrue(f.read() == fresh, "compare_ptx.py is not what scripts/gen_ptx.sh makes: run it")
 
     def test_widening_is_exact_for_every_bit_pattern(self):
         lib = _host_library(self)

@@ -6,7 +6,7 @@
 #      eager baselines and the twelve GPU solutions, graded by `kzoo grade --device cuda` at
 #      the judge's defaults in the sandbox (each must be accepted) against Nsight Compute;
 #      every case within 1% of ncu, the softmax packages' three grades within 1% of each other.
-#   STEPS="grades identical samples tests compare" (call 2):
+#   STEPS="grades identical samples tests compare draw" (call 2):
 #   1. grades: the timing row (the softmax eager package at the judge's defaults: wall time
 #      <= 10 s), the eager package A/B against itself slowed ~5% (accepted, geomean 1.02-1.10x), every catalog
 #      sample (catalog/samples/samples.json), sandboxed, accepted;
@@ -15,7 +15,9 @@
 #      sample submitted and accepted within 20 s, a slower one submitted and rejected;
 #   3. the judge's GPU test classes (every unittest class whose name holds "Gpu");
 #   4. compare: the fused comparison of 16-bit outputs against the torch path
-#      (scripts/gpu/compare_probe.py): the same verdicts and figures, and their times.
+#      (scripts/gpu/compare_probe.py): the same verdicts and figures, and their times;
+#   5. draw: the fused draw of float inputs (scripts/gpu/inputs_probe.py): the host build's known
+#      answers on the device, and each input set's time against torch's recipe.
 # Prints one table; the last line says PASS or FAIL. Exit 0 only on PASS.
 # Setup (here, on the Debian machine): bash scripts/build.sh && bash scripts/gpu/bundle.sh,
 # then run `bash scripts/gpu/accept.sh` on the device with .device carried.
@@ -83,9 +85,9 @@ grade() {  # grade NAME DIR [ITERATIONS]
   row "grade $1" accepted "$(verdict $rc)" "$(since "$t0")" "$(detail "$f.json" "$f.err")"
 }
 # STEPS picks parts: fidelity (call 1); grades, identical, samples (the service's sample
-# submissions), tests, compare (call 2). A run cut short can be completed by a further one on
+# submissions), tests, compare, draw (call 2). A run cut short can be completed by a further one on
 # the same code, saying so in docs/GPU.md.
-STEPS=" ${STEPS:-grades identical samples tests compare} "
+STEPS=" ${STEPS:-grades identical samples tests compare draw} "
 step() { [[ $STEPS == *" $1 "* ]]; }
 if step fidelity; then
   t0=$(now)
@@ -241,6 +243,20 @@ differs=$(grep -c "DIFFERS" "$LOGS/compare_probe.txt"); fused=$(grep -c "fused, 
 row "fused comparison: the torch path's verdicts and figures" yes \
   "$([ $rc = 0 ] && [ "$differs" = 0 ] && [ "$fused" -gt 0 ] && echo yes || echo no)" "$(since "$t0")" \
   "$(grep -E "torch path|fused, 4 " "$LOGS/compare_probe.txt" | tr -s ' ' | paste -sd ';' | cut -c1-300)"
+fi
+
+# The fused draw of float inputs (judge/kzoo_judge/draw_fused.py, off by default until this row
+# passes on a GPU): its draw of the known set is the host build's to the bit, and each set's time
+# against torch's recipe (the probe's lines are in inputs_probe.txt and the logs).
+if step draw; then
+t0=$(now)
+timeout 120 "$PY" scripts/gpu/inputs_probe.py > "$LOGS/inputs_probe.txt" 2>&1
+rc=$?
+cp "$LOGS/inputs_probe.txt" "$OUT/inputs_probe.txt"
+lines=$(grep -c "^inputs_probe: " "$LOGS/inputs_probe.txt"); off=$(grep -c "fused draw is off" "$LOGS/inputs_probe.txt")
+row "fused draw: the host build's known answers" yes \
+  "$([ $rc = 0 ] && [ "$lines" -gt 0 ] && [ "$off" = 0 ] && echo yes || echo no)" "$(since "$t0")" \
+  "$(grep -oE "make_inputs [0-9.]+ ms, fused draw [0-9.]+ ms \([0-9.]+x" "$LOGS/inputs_probe.txt" | paste -sd ';')"
 fi
 
 echo "== accept.sh on $(head -1 "$LOGS/env.txt") | $(sed -n 2p "$LOGS/env.txt") | $(sed -n 3p "$LOGS/env.txt")"

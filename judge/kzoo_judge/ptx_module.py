@@ -1,0 +1,71 @@
+"""A PTX module of the judge's own (compare_ptx.py, draw_ptx.py) loaded in the current CUDA
+context through the driver with ctypes, and its kernels launched on torch's current stream.
+
+No compiler in the sandbox: the PTX was made by scripts/gen_ptx.sh, and the driver compiles it
+for the device it loads on. Every failure is a value (None, why), so that the caller can take its
+torch path instead. The grid is one wave (the SMs times the blocks of `threads` that fit on one,
+at most `blocks_per_sm`): the kernels walk their elements grid-stride, so blocks beyond what the
+SMs hold at once would run after the others, not beside them.
+"""
+import ctypes
+
+import torch
+
+_ATTR_MULTIPROCESSOR_COUNT = 16  # CUdevice_attribute
+
+
+class Module:
+    """The loaded kernels (`fns`, by name) and their one-wave grid (`blocks`, of THREADS each)."""
+
+    def __init__(self, lib, fns, blocks, threads, keep):
+        self._lib, self.fns, self.blocks, self.threads = lib, fns, blocks, threads
+        self._keep = keep  # the module handle and the PTX buffer stay alive with the functions
+
+    @classmethod
+    def load(cls, ptx, names, threads, blocks_per_sm):
+        """(Module, None), or (None, why)."""
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+        except OSError as e:
+            return None, "no CUDA driver library (%s)" % e
+        try:
+            dev, sms = ctypes.c_int(), ctypes.c_int()
+            rc = lib.cuCtxGetDevice(ctypes.byref(dev))
+            if rc:
+                return None, "cuCtxGetDevice failed (CUresult %d): no current CUDA context" % rc
+            rc = lib.cuDeviceGetAttribute(ctypes.byref(sms), _ATTR_MULTIPROCESSOR_COUNT, dev)
+            if rc:
+                return None, "cuDeviceGetAttribute failed (CUresult %d)" % rc
+            image = ctypes.create_string_buffer(ptx.encode())
+            module = ctypes.c_void_p()
+            rc = lib.cuModuleLoadData(ctypes.byref(module), image)
+            if rc:
+                return None, "the PTX did not load (CUresult %d)" % rc
+            fns = {}
+            per_sm = blocks_per_sm
+            for name in names:
+                fns[name] = ctypes.c_void_p()
+                rc = lib.cuModuleGetFunction(ctypes.byref(fns[name]), module, name.encode())
+                if rc:
+                    return None, "cuModuleGetFunction(%s) failed (CUresult %d)" % (name, rc)
+                fit = ctypes.c_int()
+                rc = lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(fit), fns[name], ctypes.c_int(threads),
+                                                                     ctypes.c_size_t(0))
+                if rc:
+                    return None, "cuOccupancyMaxActiveBlocksPerMultiprocessor failed (CUresult %d)" % rc
+                per_sm = min(per_sm, fit.value)
+            if per_sm < 1:
+                return None, "the kernels fit no block of %d threads on an SM" % threads
+        except AttributeError as e:  # a driver without one of these entry points
+            return None, "the CUDA driver lacks %s" % e
+        lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        return cls(lib, fns, max(1, sms.value) * per_sm, threads, (module, image)), None
+
+    def launch(self, name, args, device):
+        """Launches kernel `name` over the one-wave grid on `device`'s current stream, with `args`
+        (ctypes values, in the kernel's parameter order). None, or why it failed."""
+        params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in args])
+        stream = torch.cuda.current_stream(device).cuda_stream
+        rc = self._lib.cuLaunchKernel(self.fns[name], self.blocks, 1, 1, self.threads, 1, 1, 0,
+                                      ctypes.c_void_p(stream or None), params, None)
+        return "cuLaunchKernel(%s) failed (CUresult %d)" % (name, rc) if rc else None
