@@ -10,8 +10,9 @@ The kernel is PTX (compare_ptx.py, built from compare_narrow.cu) loaded through 
 with ctypes (ptx_module.py): no compiler in the sandbox. Every failure is a value: compare.py then
 takes its torch path.
 
-Off unless the judge's option fused_compare is set (Options): it has run on the CPU only, thread
-by thread (tests/test_compare_fused.py), until an H200 run compares it with the torch path.
+On by default on a GPU since session 29 (Options.fused_compare), when an H200 run gave the torch
+path's verdicts and figures at 0.5 G and 16 M elements (scripts/gpu/compare_probe.py, 6.3x and
+1.4x) and the judge's GPU test classes passed (docs/GPU.md).
 """
 import ctypes
 

@@ -12,8 +12,9 @@ from then on), and once it has drawn, a failure is an error, not a fall back to 
 recipe, which would make different values for the sets regenerated after it (the pristine
 copies of the compared calls).
 
-Off unless the judge's option fused_draw is set (Options), until an H200 run holds it to its
-known answers.
+On by default on a GPU since session 29 (Options.fused_draw), when the H200 drew the known set
+to the bit in each format and a 16 M-element set as the host build does (tests/test_draw_fused.py
+OnTheGpu; docs/GPU.md).
 """
 import ctypes
 import hashlib

@@ -183,13 +183,19 @@ KZOO_DEVICE_FN void kzoo_draw_thread(i64 tid, i64 nthreads, void* out, i64 n, i6
     kzoo_box_muller(c[2], c[3], &z[2], &z[3]);
     i64 r = row, k = col;
     float v[4];
+    if (scale && k + 4 <= cols && g * 4 + 3 < n) {
+      // the group within one row (all but one group in ~cols / 4): one factor, one load
+      float f = scale[r];
+      v[0] = z[0] * f, v[1] = z[1] * f, v[2] = z[2] * f, v[3] = z[3] * f;
+    } else {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      v[j] = scale && g * 4 + j < n ? z[j] * scale[r] : z[j];  // no row past the tensor's last
-      k += 1;
-      int wrap = k == cols;
-      r += wrap;
-      k = wrap ? 0 : k;
+      for (int j = 0; j < 4; ++j) {
+        v[j] = scale && g * 4 + j < n ? z[j] * scale[r] : z[j];  // no row past the tensor's last
+        k += 1;
+        int wrap = k == cols;
+        r += wrap;
+        k = wrap ? 0 : k;
+      }
     }
     if (g * 4 + 3 < n) {
       kzoo_store4<FMT>(out, g, v);

@@ -20,7 +20,7 @@ import os
 import runpy
 import sys
 
-from . import entry, spawn
+from . import cuda_early, entry, spawn
 
 WARM_REFUSED = 4  # runner/warm_judge.hpp kWarmRefusedStatus
 
@@ -60,11 +60,17 @@ def main():
     pool = spawn.early(os.path.join(w, "src"), os.environ.get("KZOO_DEVICE"),
                        os.path.join(w, ".kzoo", "incumbent", "src") if ab else None)
     entry._mark("the early children")
+    early = cuda_early.Early() if os.environ.get("KZOO_DEVICE") == "cuda" else None
     import torch  # noqa: F401 - the import this process is here for
+    entry._mark("torch")
+    if early is not None:
+        why = early.join()
+        if why:
+            print("kzoo-judge: warm: the CUDA context was not made beside the import: %s" % why, file=sys.stderr, flush=True)
     if os.environ.get("KZOO_DEVICE") == "cuda" and torch.cuda.is_available():
         torch.cuda.init()
         torch.zeros(1, device="cuda")  # the context itself, not only the driver
-    entry._mark("torch and the device")
+    entry._mark("the device")
     # torch's shared-memory manager, a process of its own that the first shared tensor starts
     # (the judge's doorbell, in Judge's constructor), comes up now, before the job: it loads
     # libtorch, 0.54 s of the judge's clock on the CPU. Started here it is still this process's

@@ -334,6 +334,15 @@ class InMakeInputs(unittest.TestCase):
         self.assertTrue(torch.equal(got, inputs.make_inputs(t, {"R": 4, "C": 8}, 5)[0]))
 
 
+class TheJudgesChoice(unittest.TestCase):
+    def test_a_gpu_judge_draws_and_compares_with_the_kernels_unless_told_not_to(self):
+        from kzoo_judge.judge import Options
+        self.assertTrue(Options({}, "cuda").fused_draw)
+        self.assertTrue(Options({}, "cuda").fused_compare)
+        self.assertFalse(Options({"fused_draw": False}, "cuda").fused_draw)
+        self.assertFalse(Options({"fused_compare": False}, "cuda").fused_compare)
+
+
 @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
 class OnTheGpu(unittest.TestCase):
     """The PTX on the device: the host build's known answers, and a graded-size set the host

@@ -11,6 +11,8 @@ import tempfile
 import textwrap
 import unittest
 
+import torch
+
 from kzoo_judge import freezer
 from tests import helpers as h
 
@@ -86,7 +88,9 @@ class WarmJudge(unittest.TestCase):
     def test_it_is_ready_before_the_job_and_judges_the_job_it_is_handed_later(self):
         self.warm = w = Warm(ab=False)  # the submission's child alone, as for a run without an incumbent
         self.assertIn("kzoo-judge: warm: ready, waiting for the job", w.ready)
-        self.assertIn("torch and the device", w.ready)
+        # torch's import and the device's start, each timed (on a GPU the driver's context is made
+        # beside the import: cuda_early.py, and "the device" is what is left of it after)
+        self.assertRegex(w.ready, r"torch [0-9.]+ s, the device [0-9.]+ s")
         # torch's shared-memory manager is up before the job (0.54 s of a CPU judge's clock), a
         # child of the judge's process, which names it one of its own helpers.
         self.assertIn("the shared-memory manager", w.ready)
@@ -160,3 +164,42 @@ class WarmJudge(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CudaEarly(unittest.TestCase):
+    """The driver's context made in a thread beside torch's import (cuda_early.py)."""
+
+    def test_without_a_driver_it_says_why_and_raises_nothing(self):
+        import ctypes
+        try:
+            ctypes.CDLL("libcuda.so.1")
+            self.skipTest("a CUDA driver is here: CudaEarlyOnTheGpu covers it")
+        except OSError:
+            pass
+        from kzoo_judge import cuda_early
+        why = cuda_early.Early().join()
+        self.assertIsNotNone(why)
+        self.assertRegex(why, "no CUDA driver|cuInit failed")
+
+
+@unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
+class CudaEarlyOnTheGpu(unittest.TestCase):
+    def test_torch_takes_the_context_made_beside_its_import(self):
+        # a fresh process, so that the import really runs beside the thread
+        code = ("from kzoo_judge import cuda_early\n"
+                "e = cuda_early.Early()\n"
+                "import torch\n"
+                "assert e.join() is None, e.join()\n"
+                "import ctypes\n"
+                "lib = ctypes.CDLL('libcuda.so.1')\n"
+                "early = ctypes.c_void_p(); dev = ctypes.c_int()\n"
+                "assert lib.cuDeviceGet(ctypes.byref(dev), 0) == 0\n"
+                "assert lib.cuDevicePrimaryCtxRetain(ctypes.byref(early), dev) == 0\n"
+                "torch.cuda.init(); x = torch.ones(4, device='cuda') * 2\n"
+                "cur = ctypes.c_void_p(); assert lib.cuCtxGetCurrent(ctypes.byref(cur)) == 0\n"
+                "assert cur.value == early.value, (cur.value, early.value)\n"
+                "print(float(x.sum()))\n")
+        r = subprocess.run([sys.executable, "-c", code], cwd=os.path.join(os.path.dirname(__file__), ".."),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "8.0")
