@@ -20,7 +20,7 @@ import os
 import runpy
 import sys
 
-from . import cuda_early, entry, spawn
+from . import compare_ptx, cuda_early, draw_ptx, entry, spawn
 
 WARM_REFUSED = 4  # runner/warm_judge.hpp kWarmRefusedStatus
 
@@ -60,7 +60,7 @@ def main():
     pool = spawn.early(os.path.join(w, "src"), os.environ.get("KZOO_DEVICE"),
                        os.path.join(w, ".kzoo", "incumbent", "src") if ab else None)
     entry._mark("the early children")
-    early = cuda_early.Early() if os.environ.get("KZOO_DEVICE") == "cuda" else None
+    early = cuda_early.Early(preload=(compare_ptx.PTX, draw_ptx.PTX)) if os.environ.get("KZOO_DEVICE") == "cuda" else None
     import torch  # noqa: F401 - the import this process is here for
     entry._mark("torch")
     if early is not None:

@@ -186,8 +186,8 @@ class CudaEarly(unittest.TestCase):
 class CudaEarlyOnTheGpu(unittest.TestCase):
     def test_torch_takes_the_context_made_beside_its_import(self):
         # a fresh process, so that the import really runs beside the thread
-        code = ("from kzoo_judge import cuda_early\n"
-                "e = cuda_early.Early()\n"
+        code = ("from kzoo_judge import compare_ptx, cuda_early, draw_ptx, ptx_module\n"
+                "e = cuda_early.Early(preload=(compare_ptx.PTX, draw_ptx.PTX))\n"
                 "import torch\n"
                 "assert e.join() is None, e.join()\n"
                 "import ctypes\n"
@@ -198,6 +198,16 @@ class CudaEarlyOnTheGpu(unittest.TestCase):
                 "torch.cuda.init(); x = torch.ones(4, device='cuda') * 2\n"
                 "cur = ctypes.c_void_p(); assert lib.cuCtxGetCurrent(ctypes.byref(cur)) == 0\n"
                 "assert cur.value == early.value, (cur.value, early.value)\n"
+                "assert [c for c, _, _ in ptx_module._LOADED.values()] == [cur.value] * 2\n"
+                "from kzoo_judge import compare_fused, draw_fused\n"
+                "loads = []\n"
+                "real = ptx_module._module_for\n"
+                "ptx_module._module_for = lambda lib, ptx: (loads.append(ptx), real(lib, ptx))[1]\n"
+                "assert compare_fused.Kernel.load()[0] is not None and draw_fused.Kernel.load()[0] is not None\n"
+                "assert len(loads) == 2 and len(ptx_module._LOADED) == 2\n"
+                "out = torch.empty(4099, dtype=torch.bfloat16, device='cuda')\n"
+                "fused = draw_fused.Lazy(print)\n"
+                "assert fused.usable('cuda', torch.bfloat16)\n"
                 "print(float(x.sum()))\n")
         r = subprocess.run([sys.executable, "-c", code], cwd=os.path.join(os.path.dirname(__file__), ".."),
                            capture_output=True, text=True, timeout=120)
