@@ -93,20 +93,36 @@ def view(arena, offset, dtype, shape):
     return arena[offset:offset + size].view(dtype).view(tuple(shape))
 
 
-def _copy_in(arena, tensors, offset):
-    """Copy `tensors` into consecutive aligned slots from `offset`: [(offset, view)], next offset.
+def _slots(arena, layout, offset):
+    """Consecutive aligned slots from `offset` for [(dtype, shape)]: [(offset, view)], next offset.
     A tensor that does not fit raises ValueError (the caller sized the arena)."""
     placed = []
-    for t in tensors:
-        size = nbytes(t)
+    for dtype, shape in layout:
+        n = 1
+        for d in shape:
+            n *= int(d)
+        size = n * torch.empty((), dtype=dtype).element_size()
         if offset + size > arena.numel():
             raise ValueError("%d bytes (%s %s) at offset %d do not fit in the arena's %d"
-                             % (size, dtype_name(t.dtype), list(t.shape), offset, arena.numel()))
-        v = view(arena, offset, t.dtype, list(t.shape))
-        v.copy_(t)
-        placed.append((offset, v))
+                             % (size, dtype_name(dtype), list(shape), offset, arena.numel()))
+        placed.append((offset, view(arena, offset, dtype, list(shape))))
         offset += aligned(size)
     return placed, offset
+
+
+def _copy_in(arena, tensors, offset):
+    """Copy `tensors` into consecutive aligned slots from `offset`: [(offset, view)], next offset."""
+    placed, end = _slots(arena, [(t.dtype, list(t.shape)) for t in tensors], offset)
+    for (_, v), t in zip(placed, tensors):
+        v.copy_(t)
+    return placed, end
+
+
+def slots(arena, layout, offset=0):
+    """The judge's side: views of the slots `place` would copy tensors of `layout` ([(dtype,
+    shape)]) into, for the judge to fill in place (inputs.make_inputs' `out`): (views, next offset)."""
+    placed, end = _slots(arena, layout, offset)
+    return [v for _, v in placed], end
 
 
 def place(arena, tensors, offset=0):

@@ -120,6 +120,11 @@ class Lazy:
                 return self._turn_off("its draw of the known set differs from the host build's in %s" % ", ".join(wrong))
         return self._kernel is not None
 
+    @staticmethod
+    def fits(out):
+        """Whether the kernel can write `out` where it lies (contiguous, aligned)."""
+        return out.is_contiguous() and out.data_ptr() % ALIGN == 0
+
     def draw(self, out, scale, key, cols):
         """Draws `out` (usable() said yes). A failure raises: sets drawn before it would be drawn
         again another way."""
@@ -127,7 +132,7 @@ class Lazy:
         self.drawn += 1
 
     def _draw_checked(self, out, scale, key, cols):
-        if not out.is_contiguous() or out.data_ptr() % ALIGN:
+        if not self.fits(out):
             raise RuntimeError("the fused draw needs a contiguous tensor aligned to %d bytes" % ALIGN)
         if scale is not None and (scale.dtype != torch.float32 or not scale.is_contiguous()
                                   or scale.numel() * max(1, cols) < out.numel()):

@@ -64,12 +64,14 @@ def use_fused(draw):
     _FUSED = draw
 
 
-def _row_scaled_normal(shape, g, device, dtype=torch.float32, key=None):
+def _row_scaled_normal(shape, g, device, dtype=torch.float32, key=None, out=None):
     """A float32 normal, each row scaled by 2^U(-1, 1) in float32, as `dtype`. With the fused draw
-    (key: the input's seed) one kernel writes it: the row factors still come from `g`, the normal
-    from the kernel's own generator; the same law, other values (draw_fused.py)."""
+    (key: the input's seed) one kernel writes it, into `out` when given: the row factors still
+    come from `g`, the normal from the kernel's own generator; the same law, other values
+    (draw_fused.py)."""
     if _FUSED is not None and key is not None and _FUSED.usable(device, dtype):
-        out = torch.empty(shape, dtype=dtype, device=device)
+        if out is None or out.dtype != dtype or list(out.shape) != list(shape) or not _FUSED.fits(out):
+            out = torch.empty(shape, dtype=dtype, device=device)
         if out.numel() == 0:
             return out
         rows, scale = 1, None
@@ -168,10 +170,19 @@ def _quant_format(spec):
     raise ValueError("quantised input %r has dtype %s; only float8 and int8 hold quantised values" % (spec.name, spec.dtype))
 
 
-def make_inputs(task, dims, seed, device="cpu"):
-    """The input tensors of one use, in definition order, generated on `device`."""
+def layout(task, dims):
+    """[(torch dtype, shape)] of the inputs make_inputs makes, in definition order."""
+    return [(dtypes.torch_dtype(s.dtype), list(sh)) for s, sh in zip(task.inputs, task.input_shapes(dims))]
+
+
+def make_inputs(task, dims, seed, device="cpu", out=None):
+    """The input tensors of one use, in definition order, generated on `device`. With `out` (one
+    contiguous tensor an input, of layout()'s dtypes and shapes: the judge's arena slots), they are
+    made there and `out` is returned: a float input the fused draw makes is written in place, any
+    other is made, then copied in. The values are the same either way."""
     shapes = task.input_shapes(dims)
     by_name = {s.name: (s, sh) for s, sh in zip(task.inputs, shapes)}
+    into = {s.name: o for s, o in zip(task.inputs, out)} if out is not None else {}
     made = {}
     # Quantised tensors first: they also make their `<name>_scale` input.
     order = sorted(task.inputs, key=lambda s: s.quantized is None)
@@ -190,20 +201,25 @@ def make_inputs(task, dims, seed, device="cpu"):
         elif dtypes.is_float8(spec.dtype):
             made[spec.name] = dtypes.from_float(_floats(spec, shape, dims, g, device, key=key), spec.dtype)
         elif dtypes.is_floating(spec.dtype):
-            made[spec.name] = _floats(spec, shape, dims, g, device, dtypes.torch_dtype(spec.dtype), key)
+            made[spec.name] = _floats(spec, shape, dims, g, device, dtypes.torch_dtype(spec.dtype), key, into.get(spec.name))
         elif spec.dtype == "bool":
             made[spec.name] = torch.rand(shape, generator=g, device=device) < 0.5
         else:
             made[spec.name] = _integers(spec, shape, dims, g, device)
-    return [made[s.name] for s in task.inputs]
+    if out is None:
+        return [made[s.name] for s in task.inputs]
+    for s, o in zip(task.inputs, out):
+        if made[s.name] is not o:
+            o.copy_(made[s.name])
+    return list(out)
 
 
-def _floats(spec, shape, dims, g, device, dtype=torch.float32, key=None):
+def _floats(spec, shape, dims, g, device, dtype=torch.float32, key=None, out=None):
     hint = _range_hint(spec, dims)
     if hint is not None:
         lo, hi, _ = hint
         return (torch.rand(shape, generator=g, device=device) * (hi - lo) + lo).to(dtype)
-    return _row_scaled_normal(shape, g, device, dtype, key)
+    return _row_scaled_normal(shape, g, device, dtype, key, out)
 
 
 def _mix(seed, name):

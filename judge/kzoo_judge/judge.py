@@ -428,14 +428,17 @@ class Judge:
         in_slot, out_slot = self._arena_bytes(dims, 1)
 
         def make_set(k):
-            with self.phases("inputs"):
-                st = inputs.make_inputs(self.task, dims, seeds[k], self.device)
             if in_arena is None:
-                return st
+                with self.phases("inputs"):
+                    return inputs.make_inputs(self.task, dims, seeds[k], self.device)
             # Each set starts at its own page offset (from its seed): where the inputs sit
             # relative to the outputs the child allocates (4K aliasing, cache sets) then
-            # varies from call to call instead of favouring one child for a whole run.
-            return arena.place(in_arena, st, k * in_slot + (seeds[k] % (4096 // arena.ALIGN)) * arena.ALIGN)[0]
+            # varies from call to call instead of favouring one child for a whole run. The set
+            # is made in its slots (the fused draw writes there; no 1 GiB copy a call).
+            slots, _ = arena.slots(in_arena, inputs.layout(self.task, dims),
+                                   k * in_slot + (seeds[k] % (4096 // arena.ALIGN)) * arena.ALIGN)
+            with self.phases("inputs"):
+                return inputs.make_inputs(self.task, dims, seeds[k], self.device, out=slots)
 
         # Every other process of the run is stopped while this child runs (freezer.py): the other
         # side of an A/B run, and anything that left its process group or was orphaned.

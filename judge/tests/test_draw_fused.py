@@ -270,6 +270,28 @@ class InMakeInputs(unittest.TestCase):
         self.assertEqual(self.said, [])
         self.assertEqual(self.fused.drawn, 8)
 
+    def test_a_set_made_into_arena_slots_is_drawn_there(self):
+        from kzoo_judge import arena
+        t = task_with([{"name": "x", "shape": ["R", "C"], "dtype": "bfloat16"},
+                       {"name": "ids", "shape": ["R"], "dtype": "int64", "meaning": "class index in [0, C)"},
+                       {"name": "w", "shape": ["R", "C"], "dtype": "float32"}])
+        dims = {"R": 9, "C": 130}
+        alone = inputs.make_inputs(t, dims, 4)
+        drawn = self.fused.drawn
+        buf = torch.zeros(1 << 16, dtype=torch.uint8)
+        slots, _ = arena.slots(buf, inputs.layout(t, dims), 5 * arena.ALIGN)
+        got = inputs.make_inputs(t, dims, 4, out=slots)
+        self.assertEqual(self.fused.drawn, drawn + 2)
+        for a, b, s in zip(alone, got, slots):
+            self.assertIs(b, s)
+            self.assertTrue(torch.equal(a, b))
+        # a slot the kernel cannot write where it lies (not 16-byte aligned) is drawn aside, then copied
+        odd = buf[8:8 + 9 * 130 * 2].view(torch.bfloat16).view(9, 130)
+        self.assertFalse(draw_fused.Lazy.fits(odd))
+        got = inputs.make_inputs(t, dims, 4, out=[odd] + slots[1:])
+        self.assertTrue(torch.equal(got[0], alone[0]))
+        self.assertIs(got[0], odd)
+
     def test_quantised_and_float8_inputs_draw_their_real_values_with_it(self):
         t = task_with([{"name": "q", "shape": ["R", "C"], "dtype": "float8_e4m3fn", "quantized": {"scheme": "per-row"}},
                        {"name": "q_scale", "shape": ["R", 1], "dtype": "float32"},

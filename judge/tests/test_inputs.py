@@ -85,6 +85,24 @@ class EveryDtype(unittest.TestCase):
         self.assertTrue(bool((std > 0.4).all() and (std < 2.5).all()))
 
 
+class IntoSlots(unittest.TestCase):
+    def test_a_set_made_into_given_slots_is_the_set_made_alone(self):
+        from kzoo_judge import arena
+        t = task_with([{"name": "x_" + d, "shape": ["R", "C"], "dtype": d} for d in ALL_DTYPES]
+                      + [{"name": "q", "shape": ["R", "C"], "dtype": "float8_e4m3fn", "quantized": {"scheme": "per-row"}},
+                         {"name": "q_scale", "shape": ["R", 1], "dtype": "float32"}])
+        dims = {"R": 7, "C": 33}
+        alone = inputs.make_inputs(t, dims, 123)
+        buf = torch.zeros(1 << 16, dtype=torch.uint8)
+        slots, end = arena.slots(buf, inputs.layout(t, dims), 3 * arena.ALIGN)
+        got = inputs.make_inputs(t, dims, 123, out=slots)
+        self.assertLessEqual(end, buf.numel())
+        for a, b, s in zip(alone, got, slots):
+            self.assertIs(b, s)  # the slot itself, filled
+            self.assertEqual(a.dtype, b.dtype)
+            self.assertTrue(torch.equal(a, b))
+
+
 class Seeds(unittest.TestCase):
     def test_same_seed_same_inputs_other_seed_other_inputs(self):
         t = task_with([{"name": "x", "shape": ["R", "C"], "dtype": "bfloat16"}])
