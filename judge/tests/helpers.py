@@ -165,3 +165,43 @@ def host_build(test_case, source):
         _HOST_BUILDS[source] = ctypes.CDLL(so)
         shutil.rmtree(d)  # the library stays mapped
     return _HOST_BUILDS[source]
+
+
+def check_ptx_module(test_case, source, module, gen_name, kernels, banned):
+    """A judge PTX module (compare_ptx.py, draw_ptx.py) against its source: it names the source's
+    SHA-256 and holds each kernel and none of `banned` ({word: why}); where clang is (CI installs
+    it: there its absence fails) it is what scripts/gen_ptx.sh makes of the source."""
+    import hashlib
+    import subprocess
+    with open(source, "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    name = os.path.basename(module.__file__)
+    test_case.assertEqual(module.SOURCE_SHA256, sha, "%s changed: run scripts/gen_ptx.sh %s" % (os.path.basename(source), gen_name))
+    for k in kernels:
+        test_case.assertTrue(".entry %s(" % k in module.PTX, "no kernel %s in %s" % (k, name))
+    for word, why in banned.items():
+        test_case.assertFalse(word in module.PTX, "%s in %s: %s" % (word, name, why))
+    if shutil.which("clang") is None:
+        if os.environ.get("CI"):
+            test_case.fail("clang is missing: scripts/install-deps.sh installs it")
+        return
+    d = tempfile.mkdtemp(prefix="kzoo-ptx-")
+    try:
+        made = os.path.join(d, name)
+        script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "gen_ptx.sh")
+        subprocess.run(["bash", script, gen_name], env=dict(os.environ, DST=made), check=True, stdout=subprocess.DEVNULL)
+        with open(made) as f, open(module.__file__) as g:
+            test_case.assertTrue(g.read() == f.read(), "%s is not what scripts/gen_ptx.sh makes: run it" % name)
+    finally:
+        shutil.rmtree(d)
+
+
+def input_task(specs, dims=("R", "C")):
+    """A task whose inputs are `specs` (tensorSpecs) over `dims`, for the inputs' tests."""
+    return taskmod.Task({
+        "name": "t", "family": "f",
+        "definition": {"entry_point": "f", "inputs": specs, "outputs": [{"name": "y", "shape": ["R"], "dtype": "float32"}],
+                       "reference": {"language": "python/pytorch", "source": "def reference(*a): pass"}},
+        "workloads": {"synthetic": {"dims": list(dims), "graded": [], "correctness": []}},
+        "grading": {"metric": "GB/s", "tolerance": {"value": 0, "comparator": "exact"}},
+    })

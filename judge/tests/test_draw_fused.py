@@ -8,18 +8,13 @@ its index) and put in inputs.py's place through use_fused. On a GPU the PTX is h
 build's known answers (OnTheGpu)."""
 
 import ctypes
-import hashlib
 import math
 import os
-import shutil
-import subprocess
-import tempfile
 import unittest
 
 import torch
 
 from kzoo_judge import draw_fused, draw_ptx, inputs
-from kzoo_judge import task as taskmod
 
 from . import helpers
 
@@ -72,41 +67,14 @@ def host_known(lib):
     return draw_fused.known_answers(lambda out, scale, key, cols: HostKernel(lib).draw(out, scale, key, cols), "cpu")
 
 
-def task_with(specs, dims=("R", "C")):
-    return taskmod.Task({
-        "name": "t", "family": "f",
-        "definition": {"entry_point": "f", "inputs": specs, "outputs": [{"name": "y", "shape": ["R"], "dtype": "float32"}],
-                       "reference": {"language": "python/pytorch", "source": "def reference(*a): pass"}},
-        "workloads": {"synthetic": {"dims": list(dims), "graded": [], "correctness": []}},
-        "grading": {"metric": "GB/s", "tolerance": {"value": 0, "comparator": "exact"}},
-    })
+task_with = helpers.input_task
 
 
 class TheSource(unittest.TestCase):
-    def test_the_ptx_is_built_from_this_source(self):
-        with open(SOURCE, "rb") as f:
-            sha = hashlib.sha256(f.read()).hexdigest()
-        self.assertEqual(draw_ptx.SOURCE_SHA256, sha, "draw_normal.cu changed: run scripts/gen_ptx.sh draw")
-        for name in draw_fused.KERNELS.values():
-            self.assertTrue(".entry %s(" % name in draw_ptx.PTX, "no kernel %s in draw_ptx.py" % name)
-        for word in ("fma.", ".ftz", ".approx", ".local"):
-            self.assertFalse(word in draw_ptx.PTX, "%s in the PTX: the device must compute the host build's bits, "
-                                                   "from registers" % word)
-
-    def test_the_ptx_is_what_clang_makes_of_the_source(self):
-        if shutil.which("clang") is None:
-            if os.environ.get("CI"):
-                self.fail("clang is missing: scripts/install-deps.sh installs it")
-            self.skipTest("no clang here")
-        d = tempfile.mkdtemp(prefix="kzoo-ptx-")
-        self.addCleanup(shutil.rmtree, d)
-        made = os.path.join(d, "draw_ptx.py")
-        script = os.path.join(HERE, "..", "..", "scripts", "gen_ptx.sh")
-        subprocess.run(["bash", script, "draw"], env=dict(os.environ, DST=made), check=True, stdout=subprocess.DEVNULL)
-        with open(made) as f:
-            fresh = f.read()
-        with open(os.path.join(HERE, "..", "kzoo_judge", "draw_ptx.py")) as f:
-            self.assertTrue(f.read() == fresh, "draw_ptx.py is not what scripts/gen_ptx.sh makes: run it")
+    def test_the_ptx_is_what_clang_makes_of_this_source(self):
+        helpers.check_ptx_module(self, SOURCE, draw_ptx, "draw", draw_fused.KERNELS.values(),
+                                 {w: "the device must compute the host build's bits, from registers"
+                                  for w in ("fma.", ".ftz", ".approx", ".local")})
 
     def test_the_known_answers_are_the_host_builds(self):
         got = host_known(_lib(self))

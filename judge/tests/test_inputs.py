@@ -1,26 +1,19 @@
 """Inputs from the secret seed: every dtype, quantised inputs, reproducibility, freshness."""
 
-import json
 import math
 import unittest
 
 import torch
 
 from kzoo_judge import dtypes, inputs
-from kzoo_judge import task as taskmod
+
+from . import helpers
 
 ALL_DTYPES = ["bfloat16", "float16", "float32", "float64", "float8_e4m3fn", "float8_e5m2",
               "int8", "uint8", "int32", "int64", "bool"]
 
 
-def task_with(inputs_, dims=("R", "C")):
-    return taskmod.Task({
-        "name": "t", "family": "f",
-        "definition": {"entry_point": "f", "inputs": inputs_, "outputs": [{"name": "y", "shape": ["R"], "dtype": "float32"}],
-                       "reference": {"language": "python/pytorch", "source": "def reference(*a): pass"}},
-        "workloads": {"synthetic": {"dims": list(dims), "graded": [], "correctness": []}},
-        "grading": {"metric": "GB/s", "tolerance": {"value": 0, "comparator": "exact"}},
-    })
+task_with = helpers.input_task
 
 
 class EveryDtype(unittest.TestCase):
