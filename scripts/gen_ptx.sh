@@ -12,14 +12,17 @@
 #   path: a multiply, then an add).
 #   usage: bash scripts/gen_ptx.sh [compare|draw ...]   (default: both)
 #   DST=FILE writes the one module named elsewhere (the tests compare the two).
+#   EXTRA="-DNAME ..." more compiler flags, for a probe's variant (with DST: never the judge's file),
+#   e.g. EXTRA=-DKZOO_DRAW_APPROX DST=.device/draw_approx_ptx.py bash scripts/gen_ptx.sh draw
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLANG=${CLANG:-clang}
 gen() {
   local src=$1 dst=$2 user=$3
   local ptx sha version
+  # shellcheck disable=SC2086 # EXTRA: flags, split on purpose
   ptx=$("$CLANG" -x cuda --cuda-device-only --cuda-gpu-arch=sm_70 -nocudainc -nocudalib -O3 -ffp-contract=off \
-    -Wno-unknown-cuda-version -S -o - "$src")
+    -Wno-unknown-cuda-version ${EXTRA:-} -S -o - "$src")
   sha=$(sha256sum "$src" | cut -c1-64)
   version=$("$CLANG" --version | head -1)
   case "$ptx" in *'"""'*) echo "gen_ptx.sh: the PTX of $src holds a triple quote" >&2; exit 1 ;; esac
@@ -35,6 +38,7 @@ gen() {
 }
 [ $# -gt 0 ] || set -- compare draw
 [ -z "${DST:-}" ] || [ $# = 1 ] || { echo "gen_ptx.sh: DST names one module's file: name one module" >&2; exit 2; }
+[ -z "${EXTRA:-}" ] || [ -n "${DST:-}" ] || { echo "gen_ptx.sh: EXTRA makes a probe's variant: give it a DST" >&2; exit 2; }
 for m in "$@"; do
   case $m in
     compare) gen judge/kzoo_judge/compare_narrow.cu "${DST:-judge/kzoo_judge/compare_ptx.py}" compare_fused.py ;;

@@ -103,6 +103,20 @@ KZOO_DEVICE_FN void kzoo_sincos_turn(float t, float* s, float* c) {
   *c = cv;
 }
 
+#if defined(KZOO_DRAW_APPROX) && !defined(KZOO_HOST)
+// A probe's variant, never the judge's (scripts/gpu/draw_probe.py; gen_ptx.sh's EXTRA): the GPU's
+// approximate lg2, sqrt, sin and cos, one instruction each. Not reproducible on the host, so a
+// judge using it would have to hold it to the exact kernel on the device first.
+#define KZOO_APPROX(OP, X) ({ float r_; asm(OP " %0, %1;" : "=f"(r_) : "f"(X)); r_; })
+KZOO_DEVICE_FN void kzoo_box_muller(u32 ra, u32 rb, float* z0, float* z1) {
+  float u1 = (float)ra * 2.3283064365386963e-10f + 1.1641532182693481e-10f;
+  float t = (float)rb * 2.3283064365386963e-10f;
+  float rad = KZOO_APPROX("sqrt.approx.f32", KZOO_APPROX("lg2.approx.f32", u1) * -1.3862943611198906f);
+  float a = (t - (float)(int)(t + 0.5f)) * 6.2831853071795865f;  // 2 pi t, reduced to [-pi, pi]
+  *z0 = rad * KZOO_APPROX("cos.approx.f32", a);
+  *z1 = rad * KZOO_APPROX("sin.approx.f32", a);
+}
+#else
 KZOO_DEVICE_FN void kzoo_box_muller(u32 ra, u32 rb, float* z0, float* z1) {
   float u1 = (float)ra * 2.3283064365386963e-10f + 1.1641532182693481e-10f;
   float t = (float)rb * 2.3283064365386963e-10f;
@@ -112,6 +126,7 @@ KZOO_DEVICE_FN void kzoo_box_muller(u32 ra, u32 rb, float* z0, float* z1) {
   *z0 = rad * c;
   *z1 = rad * s;
 }
+#endif
 
 // Rounded to nearest, ties to even, as torch's casts do; for the finite values drawn here.
 KZOO_DEVICE_FN u16 kzoo_to_bf16(float x) {
