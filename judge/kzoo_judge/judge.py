@@ -434,7 +434,8 @@ class Judge:
             # Each set starts at its own page offset (from its seed): where the inputs sit
             # relative to the outputs the child allocates (4K aliasing, cache sets) then
             # varies from call to call instead of favouring one child for a whole run. The set
-            # is made in its slots (the fused draw writes there; no 1 GiB copy a call).
+            # is made in its slots, not made aside and copied in (the CPU's input arena: a GPU
+            # has none, its sets cross as CUDA IPC tensors).
             slots, _ = arena.slots(in_arena, inputs.layout(self.task, dims),
                                    k * in_slot + (seeds[k] % (4096 // arena.ALIGN)) * arena.ALIGN)
             with self.phases("inputs"):
