@@ -8,7 +8,8 @@ which never sees the secret, cannot predict or recognise one.
 
 Generation is generic (the schema has no per-input value hints):
 - floating inputs: normal, with each row scaled by a factor in [0.5, 2]
-  (log-uniform) so rows differ in magnitude;
+  (log-uniform) so rows differ in magnitude (on a GPU drawn by one kernel,
+  draw_fused.py: the same law, the kernel's own values);
 - quantised inputs (tensorSpec `quantized`): real values as above, one scale
   per block chosen as an exact power of two so the block's largest value fits
   the format, real float8 / int8 bytes stored, scales in the `<name>_scale`
