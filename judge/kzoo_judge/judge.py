@@ -28,6 +28,14 @@ class CaseFailure(Exception):
         self.status = status
 
 
+def _flag(raw, key, default):
+    """A KZOO_OPTIONS switch: JSON true or false (a string "false" is not taken for true)."""
+    v = raw.get(key, default)
+    if not isinstance(v, bool):
+        raise ValueError("KZOO_OPTIONS: %s is true or false (JSON), not %r" % (key, v))
+    return v
+
+
 class Options:
     def __init__(self, raw=None, device="cpu"):
         raw = raw or {}
@@ -70,10 +78,10 @@ class Options:
         if self.figure not in ("span", "window"):
             raise ValueError("KZOO_OPTIONS: figure is \"span\" or \"window\", not %r" % (self.figure,))
         # Log every timed call's figures (stream, tail, the judge's clock): a diagnostic.
-        self.trace = bool(raw.get("trace", False))
+        self.trace = _flag(raw, "trace", False)
         # Profile the judge's own Python (cProfile) and log its busiest functions at the end:
         # a diagnostic of where a verdict's seconds go (docs/JUDGE.md).
-        self.profile = bool(raw.get("profile", False))
+        self.profile = _flag(raw, "profile", False)
         # The share of timed calls whose outputs are compared with the reference, chosen by the
         # secret after the calls ran (never fewer than min_checked per case): every call is
         # timed, checked for structure and aliasing, and its outputs copied out, but only the
@@ -86,10 +94,10 @@ class Options:
         # GPU: two 16-bit outputs compared by one kernel over their bytes (compare_fused.py) in
         # place of compare.py's torch path for them: the same figures and decisions from one pass
         # (6.3x at 0.5 G elements on the H200, session 29; docs/PERF.md).
-        self.fused_compare = bool(raw.get("fused_compare", True))
+        self.fused_compare = _flag(raw, "fused_compare", True)
         # GPU: floating input sets drawn by one kernel (draw_fused.py) in place of inputs.py's three
         # torch kernels: the same law, the kernel's own values (1.7-1.9x a 1 GiB set on the H200).
-        self.fused_draw = bool(raw.get("fused_draw", True))
+        self.fused_draw = _flag(raw, "fused_draw", True)
         # The board's elementwise guardrail (scienceslack.json), when the worker passes it.
         self.atol = None if raw.get("atol") is None else float(raw["atol"])
         self.rtol = None if raw.get("rtol") is None else float(raw["rtol"])

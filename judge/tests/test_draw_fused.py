@@ -331,6 +331,10 @@ class TheJudgesChoice(unittest.TestCase):
         self.assertTrue(Options({}, "cuda").fused_compare)
         self.assertFalse(Options({"fused_draw": False}, "cuda").fused_draw)
         self.assertFalse(Options({"fused_compare": False}, "cuda").fused_compare)
+        # a switch is JSON true or false: the string "false" is refused, not taken for true
+        for key in ("fused_draw", "fused_compare", "trace", "profile"):
+            with self.assertRaisesRegex(ValueError, "KZOO_OPTIONS: %s is true or false" % key):
+                Options({key: "false"}, "cuda")
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
