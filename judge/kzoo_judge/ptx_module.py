@@ -34,6 +34,17 @@ def _current_context(lib):
     return ctx.value if rc == 0 else None
 
 
+def _load_data(lib, ptx):
+    """((module handle, the PTX buffer), None) of `ptx` loaded (compiled) in the current context,
+    or (None, why)."""
+    image = ctypes.create_string_buffer(ptx.encode())
+    module = ctypes.c_void_p()
+    rc = lib.cuModuleLoadData(ctypes.byref(module), image)
+    if rc:
+        return None, "the PTX did not load (CUresult %d)" % rc
+    return (module, image), None
+
+
 def preload(ptx, lib=None):
     """Loads `ptx` in the calling thread's current context ahead of Module.load: None, or why not."""
     if lib is None:
@@ -44,15 +55,13 @@ def preload(ptx, lib=None):
         ctx = _current_context(lib)
         if not ctx:
             return "no current CUDA context"
-        image = ctypes.create_string_buffer(ptx.encode())
-        module = ctypes.c_void_p()
-        rc = lib.cuModuleLoadData(ctypes.byref(module), image)
-        if rc:
-            return "the PTX did not load (CUresult %d)" % rc
+        keep, why = _load_data(lib, ptx)
+        if keep is None:
+            return why
     except AttributeError as e:
         return "the CUDA driver lacks %s" % e
     with _LOCK:
-        _LOADED[hashlib.sha256(ptx.encode()).hexdigest()] = (ctx, module, image)
+        _LOADED[hashlib.sha256(ptx.encode()).hexdigest()] = (ctx,) + keep
     return None
 
 
@@ -61,13 +70,8 @@ def _module_for(lib, ptx):
     with _LOCK:
         hit = _LOADED.get(hashlib.sha256(ptx.encode()).hexdigest())
     if hit is not None and hit[0] == _current_context(lib):
-        return (hit[1], hit[2]), None
-    image = ctypes.create_string_buffer(ptx.encode())
-    module = ctypes.c_void_p()
-    rc = lib.cuModuleLoadData(ctypes.byref(module), image)
-    if rc:
-        return None, "the PTX did not load (CUresult %d)" % rc
-    return (module, image), None
+        return hit[1:], None
+    return _load_data(lib, ptx)
 
 
 class Module:

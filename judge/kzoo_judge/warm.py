@@ -66,7 +66,10 @@ def main():
     if early is not None:
         why = early.join()
         if why:
-            print("kzoo-judge: warm: the CUDA context was not made beside the import: %s" % why, file=sys.stderr, flush=True)
+            # torch.cuda.init() below makes what the thread did not; a module it did not preload
+            # is loaded at its first use
+            print("kzoo-judge: warm: not all made beside the import (the CUDA context, the judge's PTX): %s" % why,
+                  file=sys.stderr, flush=True)
     if os.environ.get("KZOO_DEVICE") == "cuda" and torch.cuda.is_available():
         torch.cuda.init()
         torch.zeros(1, device="cuda")  # the context itself, not only the driver
