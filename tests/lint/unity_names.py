@@ -26,27 +26,34 @@ def local_names(path):
 
 
 def main():
-    src, build = sys.argv[1], sys.argv[2]
+    # Absolute: the batches include absolute paths, and a relative SOURCE_DIR matched none of them,
+    # so the check passed having read nothing.
+    src, build = os.path.realpath(sys.argv[1]), sys.argv[2]
     batches = sorted(glob.glob(os.path.join(build, "CMakeFiles", "*.dir", "Unity", "unity_*_cxx.cxx")))
     if not batches:
         print("unity_names: %s is not a unity build (configure with -DKZOO_UNITY_BUILD=ON)" % build)
         return 77
-    clashes = []
+    clashes, read = [], 0
     for batch in batches:
-        files = [f for f in re.findall(r'#include "([^"]+\.cpp)"', open(batch).read()) if f.startswith(src)]
+        files = [f for f in re.findall(r'#include "([^"]+\.cpp)"', open(batch).read())
+                 if os.path.realpath(f).startswith(src + os.sep)]
+        read += len(files)
         where = collections.defaultdict(list)
         for f in files:
             for name in local_names(f):
                 where[name].append(os.path.relpath(f, src))
         clashes += ["%s: %s in %s" % (os.path.relpath(batch, build), name, ", ".join(fs))
                     for name, fs in sorted(where.items()) if len(fs) > 1]
+    if not read:
+        print("unity_names: no source file of %s in %s's unity batches: is SOURCE_DIR this build's?" % (src, build))
+        return 1
     for c in clashes:
         print("FAIL " + c)
     if clashes:
         print("%d file-local name(s) defined twice in one unity batch: rename one of each pair (or move the "
               "shared one into a header)" % len(clashes))
         return 1
-    print("unity_names: no file-local name is defined twice in one of %d unity batches" % len(batches))
+    print("unity_names: no file-local name is defined twice in one of %d unity batches (%d files)" % (len(batches), read))
     return 0
 
 

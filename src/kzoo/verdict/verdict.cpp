@@ -17,7 +17,7 @@ std::optional<double> finite_number(const json& obj, const char* key) {
   return v;
 }
 
-std::string str(const json& obj, const char* key, const std::string& fallback = "") {
+std::string str_or(const json& obj, const char* key, const std::string& fallback = "") {
   return obj.is_object() && obj.contains(key) && obj[key].is_string() ? obj[key].get<std::string>() : fallback;
 }
 
@@ -88,7 +88,7 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy, const 
 
   if (!(overall.is_object() && overall.value("build_ok", false) == true))
     v.reasons.push_back("the build failed (build_test_env.py or importing the submission): " +
-                        clip(str(overall, "accept_reason", "no reason given")));
+                        clip(str_or(overall, "accept_reason", "no reason given")));
   if (cases.empty()) v.reasons.push_back("the judge reported no test cases");
 
   std::vector<double> speedups;
@@ -104,8 +104,8 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy, const 
   };
   for (const auto& c : cases) {
     CaseFigures f;
-    f.test_case_id = str(c, "test_case_id", "?");
-    f.status = str(c, "status", "?");
+    f.test_case_id = str_or(c, "test_case_id", "?");
+    f.status = str_or(c, "status", "?");
     f.correct = c.is_object() && c.value("correct", json(false)) == json(true);
     f.metrics = c.is_object() && c.contains("metrics") ? c["metrics"] : json::object();
     const std::string shape = shape_of(metas, f.test_case_id);
@@ -116,7 +116,7 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy, const 
             m["params"].is_object())
           f.feedback["params"] = m["params"];  // {"workload", "shape": {dim: value}}, for datasets (kzoo export)
     if (f.status != "ok" || !f.correct) {
-      const std::string msg = clip(str(c, "message"));
+      const std::string msg = clip(str_or(c, "message"));
       // The judge's correctness messages name the shape they failed at; others get the case's.
       const bool names_shape = msg.find("shape") != std::string::npos;
       failed(f.test_case_id, fmt::format("{}{} ({}{})", f.status, f.correct ? "" : ", not correct", msg,
@@ -152,11 +152,11 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy, const 
       if (c.is_object() && c.contains(k) && (c[k].is_object() || c[k].is_array())) f.feedback[k] = c[k];
     const json inc = c.is_object() && c.contains("incumbent") ? c["incumbent"] : json();
     if (inc.is_object()) {
-      f.incumbent_status = str(inc, "status", "?");
+      f.incumbent_status = str_or(inc, "status", "?");
       f.incumbent_metrics = inc.contains("metrics") ? inc["metrics"] : json::object();
       if (f.incumbent_status == "incorrect")
         v.notes.push_back(fmt::format("case {}: the incumbent is incorrect ({}); only the submission must be correct",
-                                      f.test_case_id, clip(str(inc, "message"))));
+                                      f.test_case_id, clip(str_or(inc, "message"))));
     }
     const json sp = c.is_object() && c.contains("speedup") ? c["speedup"] : json();
     f.speedup = finite_number(sp, "value");
@@ -176,7 +176,7 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy, const 
               "no A/B comparison with the incumbent (incumbent {}: {}); without one a speed-up "
               "cannot be shown",
               f.incumbent_status.empty() ? "not timed" : f.incumbent_status,
-              clip(str(inc, "message", "the judge ran without incumbent_src"))));
+              clip(str_or(inc, "message", "the judge ran without incumbent_src"))));
       } else {
         speedups.push_back(*f.speedup);
         pairs += f.pairs;
@@ -193,7 +193,7 @@ Verdict decide(const json& doc, bool has_incumbent, const Policy& policy, const 
   }
 
   if (v.reasons.empty() && !(overall.is_object() && overall.value("accept", false) == true))
-    v.reasons.push_back("the judge did not accept the run: " + clip(str(overall, "accept_reason", "no reason given")));
+    v.reasons.push_back("the judge did not accept the run: " + clip(str_or(overall, "accept_reason", "no reason given")));
 
   if (has_incumbent && comparable && !speedups.empty()) {
     double log_sum = 0.0;
