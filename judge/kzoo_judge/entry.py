@@ -76,7 +76,18 @@ def _startup_summary():
         parts, last = _steps(own, 0.0)
         prefix = "a judge started ahead (%s; handed the job %.2f s after its start); " % (", ".join(parts), origin)
     parts, last = _steps(_STARTUP, origin)
-    return "%sstarted %.2f s before its clock: %s" % (prefix, last - origin, ", ".join(parts))
+    return "%sstarted %.2f s before its clock: %s%s" % (prefix, last - origin, ", ".join(parts), _bytecode_note())
+
+
+def _bytecode_note():
+    """"; torch's bytecode: current (kzoo's cache /x)": whether torch's import could load compiled
+    modules or compiled them all (bytecode.py: seconds of every start where it could not)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return ""
+    from . import bytecode
+    where = "kzoo's cache %s" % sys.pycache_prefix if sys.pycache_prefix else "beside its sources"
+    return "; torch's bytecode: %s (%s)" % (bytecode.state(torch), where)
 
 
 def harden_judge():

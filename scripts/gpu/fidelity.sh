@@ -36,6 +36,8 @@ PY=${KZOO_PYTHON:-/opt/torch/.venv/bin/python3}
 . scripts/gpu/unbundle.sh
 export KZOO_PYTHON=$PY PYTHONUNBUFFERED=1
 K=$PWD/.device/bin/kzoo
+# Every grade below starts from the runner's bytecode cache, filled here once (accept.sh says why).
+"$K" prepare --python "$PY" --judge-dir judge >/dev/null || echo "fidelity.sh: kzoo prepare failed: grades compile torch's modules at every start" >&2
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 NCU_CALLS=${NCU_CALLS:-5}
 # NCU_MODE=kernels (default): ncu's kernel replay, each call's kernels' own durations summed.

@@ -29,10 +29,7 @@ namespace fs = std::filesystem;
 using kzoo::runner::GradeOutcome;
 using nlohmann::json;
 
-std::string env_or(const char* name, std::string fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
+using kzoo::cli::env_or;
 
 // The judge's stderr carries the submission's bytes: no terminal escapes.
 std::string sanitise(std::string_view s) {

@@ -28,10 +28,7 @@ namespace cmd_worker {  // per command: a unity build joins commands (CMakeLists
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop = true; }
 
-std::string env_or(const char* name, std::string fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
+using kzoo::cli::env_or;
 
 // The submission's bytes reach our logs (judge stderr, reasons): no terminal escapes.
 std::string sanitise(std::string_view s) {

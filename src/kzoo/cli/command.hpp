@@ -11,6 +11,7 @@
 // 2 usage or I/O error.
 #pragma once
 
+#include <cstdlib>
 #include <functional>
 #include <string>
 
@@ -28,5 +29,11 @@ bool register_command(std::string name, std::string description, Setup setup);
 constexpr int kExitOk = 0;
 constexpr int kExitInvalid = 1;
 constexpr int kExitError = 2;
+
+// $name when it is set and not empty, else `fallback` (the commands' defaults: KZOO_PYTHON, KZOO_JUDGE_DIR).
+inline std::string env_or(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
 
 }  // namespace kzoo::cli

@@ -318,7 +318,7 @@ Result<HarnessSetup> harness_setup(const Workdir& w_, const std::string& kernel_
     return fail("no judge at " + judge_dir + "/kzoo_judge: pass the judge directory (KZOO_JUDGE_DIR)");
   spec.ro_binds = {{w->harness_dir, std::string(kSandboxWorkdir) + "/.kernel_package"},
                    {w->task_file, std::string(kSandboxWorkdir) + "/.kzoo/task.json"},
-                   {judge_dir, "/kzoo/judge"}};
+                   {judge_dir, kSandboxJudgeDir}};
   for (const auto& b : o.extra_ro_binds) spec.ro_binds.push_back(b);
   std::string classes = o.catalog_dir + "/device_classes.json";
   bool have_classes = !o.catalog_dir.empty() && fs::is_regular_file(classes);
@@ -386,6 +386,22 @@ Result<HarnessSetup> harness_setup(const Workdir& w_, const std::string& kernel_
     env.emplace_back("KZOO_OPTIONS", judge_options.dump());
   }
   if (const char* dc = std::getenv("KZOO_DEVICE_CLASS")) env.emplace_back("KZOO_DEVICE_CLASS", dc);
+  // The modules the judge and its children import, compiled once outside the sandbox
+  // (bytecode_cache.hpp says why): without them every start compiles torch again.
+  if (!o.bytecode_cache.empty()) {
+    BytecodeCacheRequest req;
+    req.dir = o.bytecode_cache;
+    req.python = python_of(o);
+    req.judge_dir = judge_dir;
+    req.judge_inside = path_in(judge_dir);
+    req.say = o.progress;
+    if (auto dir = ensure_bytecode_cache(req)) {
+      spec.ro_binds.push_back({*dir, *dir});
+      env.emplace_back("PYTHONPYCACHEPREFIX", *dir);
+    } else if (o.progress) {
+      o.progress("no bytecode cache (" + dir.error().message + "): each start compiles what it imports that has no bytecode");
+    }
+  }
   return setup;
 }
 

@@ -22,10 +22,14 @@
 
 #include "kzoo/runner/sandbox.hpp"
 #include "kzoo/runner/workdir.hpp"
+#include "kzoo/runner/bytecode_cache.hpp"
 #include "kzoo/util/result.hpp"
 #include "kzoo/util/violation.hpp"
 
 namespace kzoo::runner {
+
+// Where the sandbox shows the judge directory (the judge's PYTHONPATH there).
+inline constexpr const char* kSandboxJudgeDir = "/kzoo/judge";
 
 struct GradeOptions {
   std::string package_path;              // package directory or .tar.gz
@@ -45,6 +49,7 @@ struct GradeOptions {
   int cpus = 0;                          // CPU time of at most this many CPUs (the board's partition); 0: no cap
   std::vector<int> gpus;                 // cuda: the GPUs the run sees (nvidia-smi indices); empty: all
   std::vector<int> cpu_affinity;         // the CPUs the run's processes start on (gpu_cpus.hpp); empty: any
+  std::string bytecode_cache = default_bytecode_cache();  // compiled modules bound into the sandbox; "": none
   bool sandboxed = true;
   bool keep_workdir = false;
   std::string bwrap = default_bwrap_path();

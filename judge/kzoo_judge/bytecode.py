@@ -1,0 +1,118 @@
+"""The runner's bytecode cache: compiled modules for the judge's interpreter, kept by kzoo.
+
+Why: an interpreter whose site-packages hold no bytecode (a venv made by a tool that skips
+compiling, such as uv's default, or one read-only since it was made) compiles every module
+`import torch` loads, ~2000 of them for torch 2.11, at every start: on the H200 runner that
+was 2.9-4.3 s of each judge's and each child's start, of which loading bytecode takes about a
+second. The sandbox binds the interpreter read-only and sets PYTHONDONTWRITEBYTECODE, so no
+run could ever keep what it compiled. kzoo keeps it instead, outside the sandbox: the runner
+(src/kzoo/runner/bytecode_cache.cpp) runs this file once per interpreter, torch and judge,
+trusted and unsandboxed, with `-I -X pycache_prefix=DIR`, then binds DIR read-only into every
+sandbox with PYTHONPYCACHEPREFIX=DIR. Python checks each cached file against its source's
+mtime and size at every import, so a stale entry is compiled again, never trusted.
+
+    python3 -I -X pycache_prefix=DIR bytecode.py STAMP JUDGE_DIR JUDGE_INSIDE
+
+imports what a judge and its children import (torch, the judge's modules, triton and numpy
+where present: Python writes their bytecode under DIR as it goes), compiles the judge's own
+sources for the path the sandbox shows them at (JUDGE_INSIDE), and writes STAMP, a JSON
+file of the files whose change makes the runner warm the cache again: [path, mtime_ns, size]
+each. Nothing here runs inside the sandbox; the judge only reads `state()`.
+"""
+import importlib.util
+import json
+import os
+import sys
+import time
+
+# What a judge and its children import beyond the judge's own modules; the first must load.
+NEEDED = ("torch",)
+OPTIONAL = ("torch.multiprocessing.reductions", "torch.profiler", "numpy", "triton", "triton.language")
+# Where the stamp's checks come from: the interpreter itself and the top of each package above.
+STAMPED = ("torch", "numpy", "triton")
+
+
+def state(module):
+    """Whether `module` (a loaded module) has bytecode Python can use where it looks now:
+    "current", "stale" (compiled from an older source), "none", or "no source"."""
+    src = getattr(module, "__file__", None)
+    if not src or not src.endswith(".py"):
+        return "no source"
+    try:
+        pyc = importlib.util.cache_from_source(src)
+        st = os.stat(src)
+        with open(pyc, "rb") as f:
+            head = f.read(16)
+    except (OSError, ValueError, NotImplementedError):
+        return "none"
+    if len(head) < 16 or head[:4] != importlib.util.MAGIC_NUMBER:
+        return "stale"
+    flags = int.from_bytes(head[4:8], "little")
+    if flags & 1:  # hash-based: Python checks the source's hash or nothing, not its time
+        return "current"
+    mtime, size = int.from_bytes(head[8:12], "little"), int.from_bytes(head[12:16], "little")
+    return "current" if mtime == (int(st.st_mtime) & 0xFFFFFFFF) and size == (st.st_size & 0xFFFFFFFF) else "stale"
+
+
+def _check(path):
+    st = os.stat(path)
+    return [path, st.st_mtime_ns, st.st_size]
+
+
+def _judge_sources(judge_dir):
+    pkg = os.path.join(judge_dir, "kzoo_judge")
+    return sorted(os.path.join(pkg, f) for f in os.listdir(pkg) if f.endswith(".py"))
+
+
+def warm(stamp, judge_dir, judge_inside):
+    if sys.pycache_prefix is None:
+        raise SystemExit("bytecode.py: run it with -X pycache_prefix=DIR (the cache to fill)")
+    import py_compile
+    # Readable by the sandbox's uid (run as root, kzoo drops it to another): folders 755, files
+    # as their sources' modes, whatever umask kzoo was started under.
+    os.umask(0o022)
+    t0 = time.monotonic()
+    for name in NEEDED:
+        __import__(name)
+    loaded = list(NEEDED)
+    for name in OPTIONAL:
+        try:
+            __import__(name)
+            loaded.append(name)
+        except Exception:  # noqa: BLE001 - absent or broken here: the children compile it as before
+            pass
+    # The judge's modules, imported from here so that whatever they import is cached too, then
+    # compiled again for the path the sandbox shows them at (only that copy is ever read).
+    sys.path.insert(0, judge_dir)
+    for src in _judge_sources(judge_dir):
+        name = os.path.basename(src)[:-3]
+        if name in ("__main__", "bytecode"):
+            continue
+        try:
+            __import__("kzoo_judge." + name)
+        except Exception:  # noqa: BLE001 - one that needs the sandbox: its own imports are the loss
+            pass
+    for src in _judge_sources(judge_dir):
+        inside = os.path.join(judge_inside, "kzoo_judge", os.path.basename(src))
+        py_compile.compile(src, cfile=importlib.util.cache_from_source(inside), dfile=inside, doraise=True)
+    checks = [_check(os.path.realpath(sys.executable))]
+    for name in STAMPED:
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", None):
+            checks.append(_check(mod.__file__))
+    checks += [_check(src) for src in _judge_sources(judge_dir)]
+    doc = {"version": 1, "python": sys.executable, "cache_tag": sys.implementation.cache_tag,
+           "prefix": sys.pycache_prefix, "imported": loaded, "seconds": round(time.monotonic() - t0, 2),
+           "checks": checks}
+    tmp = "%s.%d.tmp" % (stamp, os.getpid())
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, stamp)
+    print("bytecode: %s in %.1f s (%s)" % (sys.pycache_prefix, doc["seconds"], ", ".join(loaded)))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        raise SystemExit("usage: python3 -I -X pycache_prefix=DIR bytecode.py STAMP JUDGE_DIR JUDGE_INSIDE")
+    warm(*sys.argv[1:])
