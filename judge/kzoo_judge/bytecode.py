@@ -27,7 +27,9 @@ import time
 
 # What a judge and its children import beyond the judge's own modules; the first must load.
 NEEDED = ("torch",)
-OPTIONAL = ("torch.multiprocessing.reductions", "torch.profiler", "numpy", "triton", "triton.language")
+OPTIONAL = ("torch.multiprocessing.reductions", "torch.profiler", "numpy", "triton", "triton.language",
+            # what a Triton submission's first launch imports (its compiler, the CUDA backend)
+            "triton.compiler", "triton.backends.nvidia.compiler", "triton.backends.nvidia.driver")
 # Where the stamp's checks come from: the interpreter itself and the top of each package above.
 STAMPED = ("torch", "numpy", "triton")
 
