@@ -94,9 +94,12 @@ def warm(stamp, judge_dir, judge_inside):
             __import__("kzoo_judge." + name)
         except Exception:  # noqa: BLE001 - one that needs the sandbox: its own imports are the loss
             pass
+    # Checked by the source's hash, not its mtime and size: every judge a cache serves is shown at
+    # the same path, and two checkouts of it can share both (one character changed, the same second).
     for src in _judge_sources(judge_dir):
         inside = os.path.join(judge_inside, "kzoo_judge", os.path.basename(src))
-        py_compile.compile(src, cfile=importlib.util.cache_from_source(inside), dfile=inside, doraise=True)
+        py_compile.compile(src, cfile=importlib.util.cache_from_source(inside), dfile=inside, doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
     checks = [_check(os.path.realpath(sys.executable))]
     for name in STAMPED:
         mod = sys.modules.get(name)

@@ -103,6 +103,13 @@ TEST(BytecodeCache, IsWarmedOnceWithTorchAndTheJudgeAtThePathTheSandboxShows) {
   EXPECT_TRUE(cached(r.dir, "/torch/", "__init__"));
   EXPECT_TRUE(cached(r.dir + "/kzoo/judge/kzoo_judge", "/kzoo/judge/kzoo_judge/", "judge"));
   EXPECT_TRUE(cached(r.dir + "/kzoo/judge/kzoo_judge", "/kzoo/judge/kzoo_judge/", "child"));
+  // The judge's are checked by their source's hash (flags 3: hash-based, checked): two judges shown
+  // at /kzoo/judge can share an mtime and a size.
+  for (const auto& e : fs::directory_iterator(r.dir + "/kzoo/judge/kzoo_judge")) {
+    const std::string head = testing::read_file(e.path().string()).substr(0, 8);
+    ASSERT_EQ(head.size(), 8u) << e.path();
+    EXPECT_EQ(static_cast<unsigned char>(head[4]), 3u) << e.path();
+  }
   const std::string stamp = bytecode_stamp_path(r);
   EXPECT_TRUE(bytecode_stamp_holds(stamp));
 
