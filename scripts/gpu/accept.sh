@@ -58,9 +58,17 @@ meds = [re.sub(r"^median ([0-9.]+) us.*", r"\1", c.get("message", "")) for c in 
 err = open(sys.argv[2], errors="replace").read()
 t = [l.split("time:", 1)[1].strip() for l in err.splitlines() if "kzoo-judge: time:" in l]
 up = [l.split("up", 1)[1].split("s after", 1)[0].strip() for l in err.splitlines() if "judge process up" in l]
+# the judge's start before its clock, and whether torch's import found bytecode (the runner's cache)
+start = [l for l in err.splitlines() if "before its clock" in l]
+def grab(pattern, line):
+    m = re.search(pattern, line)
+    return m.group(1) if m else "?"
 reason = (d.get("overall") or {}).get("accept_reason") or doc.get("reason") or ""
 ok = (d.get("overall") or {}).get("accept")
 print("median us " + "/".join(m[:9] for m in meds) + (" | judge up %s s" % up[-1] if up else "")
+      + (" | start %s s (torch %s s, bytecode %s)" % (grab(r"started ([0-9.]+) s before", start[-1]),
+                                                       grab(r"torch and the seed ([0-9.]+) s", start[-1]),
+                                                       grab(r"torch's bytecode: (\w+)", start[-1])) if start else "")
       + (" | judge " + t[-1] if t else "") + ("" if ok else " | reason: " + str(reason)[:300]))
 PYEOF
 }
