@@ -14,10 +14,14 @@ mtime and size at every import, so a stale entry is compiled again, never truste
     python3 -I -X pycache_prefix=DIR bytecode.py STAMP JUDGE_DIR JUDGE_INSIDE
 
 imports what a judge and its children import (torch, the judge's modules, triton and numpy
-where present: Python writes their bytecode under DIR as it goes), compiles the judge's own
-sources for the path the sandbox shows them at (JUDGE_INSIDE), and writes STAMP, a JSON
-file of the files whose change makes the runner warm the cache again: [path, mtime_ns, size]
-each. Nothing here runs inside the sandbox; the judge only reads `state()`.
+where present: Python writes their bytecode under DIR as it goes); copies in the bytecode that
+already sits beside the standard library's and those packages' sources (with the prefix set,
+Python looks nowhere else: a Debian module imported later, lazily, would otherwise be compiled
+at every start where it was not before); compiles the rest of those packages (torch._dynamo
+and torch._inductor, which a torch.compile'd submission imports, among them); compiles the
+judge's own sources for the path the sandbox shows them at (JUDGE_INSIDE); and writes STAMP, a
+JSON file of the files whose change makes the runner warm the cache again: [path, mtime_ns,
+size] each. Nothing here runs inside the sandbox; the judge only reads `state()`.
 """
 import importlib.util
 import json
@@ -66,6 +70,41 @@ def _judge_sources(judge_dir):
     return sorted(os.path.join(pkg, f) for f in os.listdir(pkg) if f.endswith(".py"))
 
 
+def copy_beside(roots):
+    """Copies each `__pycache__/NAME.TAG.pyc` under `roots` (this interpreter's tag, no
+    optimisation level) to where Python looks for NAME.py's bytecode now (the prefix), unless
+    one is there already; Python still checks each against its source. Returns how many."""
+    import shutil
+    tag, n = sys.implementation.cache_tag, 0
+    for root in roots:
+        for d, _, files in os.walk(root):
+            if os.path.basename(d) != "__pycache__":
+                continue
+            for f in files:
+                parts = f.split(".")
+                if len(parts) != 3 or parts[1] != tag or parts[2] != "pyc":
+                    continue
+                src = os.path.join(os.path.dirname(d), parts[0] + ".py")
+                dst = importlib.util.cache_from_source(src)
+                if not os.path.isfile(src) or os.path.exists(dst):
+                    continue
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                tmp = "%s.%d.tmp" % (dst, os.getpid())
+                shutil.copyfile(os.path.join(d, f), tmp)
+                os.replace(tmp, dst)
+                n += 1
+    return n
+
+
+def _package_dirs(names):
+    dirs = []
+    for name in names:
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", None) and os.path.basename(mod.__file__) == "__init__.py":
+            dirs.append(os.path.dirname(mod.__file__))
+    return dirs
+
+
 def warm(stamp, judge_dir, judge_inside):
     if sys.pycache_prefix is None:
         raise SystemExit("bytecode.py: run it with -X pycache_prefix=DIR (the cache to fill)")
@@ -83,6 +122,13 @@ def warm(stamp, judge_dir, judge_inside):
             loaded.append(name)
         except Exception:  # noqa: BLE001 - absent or broken here: the children compile it as before
             pass
+    # What sits compiled beside the sources already, then the rest of the packages compiled (on
+    # all CPUs; a file this Python cannot compile is left to fail where it is imported, if ever).
+    import compileall
+    packages = _package_dirs(STAMPED)
+    copied = copy_beside([os.path.dirname(os.__file__)] + packages)
+    for d in packages:
+        compileall.compile_dir(d, quiet=2, workers=0)
     # The judge's modules, imported from here so that whatever they import is cached too, then
     # compiled again for the path the sandbox shows them at (only that copy is ever read).
     sys.path.insert(0, judge_dir)
@@ -107,14 +153,16 @@ def warm(stamp, judge_dir, judge_inside):
             checks.append(_check(mod.__file__))
     checks += [_check(src) for src in _judge_sources(judge_dir)]
     doc = {"version": 1, "python": sys.executable, "cache_tag": sys.implementation.cache_tag,
-           "prefix": sys.pycache_prefix, "imported": loaded, "seconds": round(time.monotonic() - t0, 2),
-           "checks": checks}
+           "prefix": sys.pycache_prefix, "imported": loaded, "copied": copied, "compiled": packages,
+           "seconds": round(time.monotonic() - t0, 2), "checks": checks}
     tmp = "%s.%d.tmp" % (stamp, os.getpid())
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
     os.replace(tmp, stamp)
-    print("bytecode: %s in %.1f s (%s)" % (sys.pycache_prefix, doc["seconds"], ", ".join(loaded)))
+    print("bytecode: %s in %.1f s (imported %s; %d files copied from beside their sources; compiled %s)"
+          % (sys.pycache_prefix, doc["seconds"], ", ".join(loaded), copied,
+             ", ".join(os.path.basename(d) for d in packages) or "nothing more"))
 
 
 if __name__ == "__main__":

@@ -56,5 +56,33 @@ class State(unittest.TestCase):
         self.assertEqual(bytecode.state(module_at(self.src[:-3] + ".so")), "no source")
 
 
+class CopyBeside(unittest.TestCase):
+    """What sits compiled beside its source goes where Python looks once the prefix is set."""
+
+    def test_copies_this_interpreters_bytecode_once_and_nothing_else(self):
+        import sys
+        with tempfile.TemporaryDirectory() as tree, tempfile.TemporaryDirectory() as prefix:
+            pkg = os.path.join(tree, "pkg")
+            os.makedirs(pkg)
+            for name in ("a", "b"):
+                with open(os.path.join(pkg, name + ".py"), "w") as f:
+                    f.write("X = 1\n")
+            py_compile.compile(os.path.join(pkg, "a.py"), cfile=importlib.util.cache_from_source(os.path.join(pkg, "a.py")),
+                               doraise=True)
+            cache = os.path.join(pkg, "__pycache__")
+            open(os.path.join(cache, "b.cpython-00.pyc"), "wb").close()  # another interpreter's
+            open(os.path.join(cache, "b.%s.opt-1.pyc" % sys.implementation.cache_tag), "wb").close()  # -O's
+            open(os.path.join(cache, "gone.%s.pyc" % sys.implementation.cache_tag), "wb").close()  # no source
+            before = sys.pycache_prefix
+            sys.pycache_prefix = prefix
+            try:
+                self.assertEqual(bytecode.copy_beside([tree]), 1)
+                self.assertEqual(bytecode.state(module_at(os.path.join(pkg, "a.py"))), "current")
+                self.assertEqual(bytecode.state(module_at(os.path.join(pkg, "b.py"))), "none")
+                self.assertEqual(bytecode.copy_beside([tree]), 0)  # there already
+            finally:
+                sys.pycache_prefix = before
+
+
 if __name__ == "__main__":
     unittest.main()
