@@ -73,7 +73,9 @@ def _judge_sources(judge_dir):
 def copy_beside(roots):
     """Copies each `__pycache__/NAME.TAG.pyc` under `roots` (this interpreter's tag, no
     optimisation level) to where Python looks for NAME.py's bytecode now (the prefix), unless
-    one is there already; Python still checks each against its source. Returns how many."""
+    the same bytecode is there already (the same file, or the same header: magic, flags and the
+    source's mtime and size or hash); Python still checks each against its source. Returns how
+    many it copied."""
     import shutil
     tag, n = sys.implementation.cache_tag, 0
     for root in roots:
@@ -86,14 +88,28 @@ def copy_beside(roots):
                     continue
                 src = os.path.join(os.path.dirname(d), parts[0] + ".py")
                 dst = importlib.util.cache_from_source(src)
-                if not os.path.isfile(src) or os.path.exists(dst):
+                have = os.path.join(d, f)
+                if not os.path.isfile(src) or _same_bytecode(have, dst):
                     continue
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 tmp = "%s.%d.tmp" % (dst, os.getpid())
-                shutil.copyfile(os.path.join(d, f), tmp)
+                try:
+                    os.link(have, tmp)  # no second copy on disk where the filesystem allows
+                except OSError:
+                    shutil.copyfile(have, tmp)
                 os.replace(tmp, dst)
                 n += 1
     return n
+
+
+def _same_bytecode(a, b):
+    try:
+        if os.path.samefile(a, b):
+            return True
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            return fa.read(16) == fb.read(16)
+    except OSError:
+        return False
 
 
 def _package_dirs(names):
@@ -126,7 +142,8 @@ def warm(stamp, judge_dir, judge_inside):
     # all CPUs; a file this Python cannot compile is left to fail where it is imported, if ever).
     import compileall
     packages = _package_dirs(STAMPED)
-    copied = copy_beside([os.path.dirname(os.__file__)] + packages)
+    # Every folder modules are found in (-I leaves the working directory out of sys.path).
+    copied = copy_beside(sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}))
     for d in packages:
         compileall.compile_dir(d, quiet=2, workers=0)
     # The judge's modules, imported from here so that whatever they import is cached too, then

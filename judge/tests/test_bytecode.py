@@ -80,6 +80,16 @@ class CopyBeside(unittest.TestCase):
                 self.assertEqual(bytecode.state(module_at(os.path.join(pkg, "a.py"))), "current")
                 self.assertEqual(bytecode.state(module_at(os.path.join(pkg, "b.py"))), "none")
                 self.assertEqual(bytecode.copy_beside([tree]), 0)  # there already
+                # The source and its bytecode beside it changed (a package upgraded): copied again.
+                with open(os.path.join(pkg, "a.py"), "w") as f:
+                    f.write("X = 22\n")
+                later = time.time() + 5
+                os.utime(os.path.join(pkg, "a.py"), (later, later))
+                py_compile.compile(os.path.join(pkg, "a.py"), cfile=os.path.join(cache, "a.%s.pyc" % sys.implementation.cache_tag),
+                                   doraise=True)
+                self.assertEqual(bytecode.state(module_at(os.path.join(pkg, "a.py"))), "stale")
+                self.assertEqual(bytecode.copy_beside([tree]), 1)
+                self.assertEqual(bytecode.state(module_at(os.path.join(pkg, "a.py"))), "current")
             finally:
                 sys.pycache_prefix = before
 

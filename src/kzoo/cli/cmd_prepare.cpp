@@ -16,11 +16,14 @@
 
 namespace cmd_prepare {  // per command: a unity build joins commands (CMakeLists.txt)
 
+namespace fs = std::filesystem;
+
 struct Args {
   std::string python = kzoo::cli::env_or("KZOO_PYTHON", "/usr/bin/python3");
   std::string judge_dir = kzoo::cli::env_or("KZOO_JUDGE_DIR", std::string(KZOO_SOURCE_DIR) + "/judge");
   std::string cache = kzoo::runner::default_bytecode_cache();
   bool json = false;
+  bool refresh = false;
 };
 
 const bool registered = kzoo::cli::register_command(
@@ -32,6 +35,9 @@ const bool registered = kzoo::cli::register_command(
       sub.add_option("--python", a->python, "the judge's interpreter (default $KZOO_PYTHON or /usr/bin/python3)");
       sub.add_option("--judge-dir", a->judge_dir, "directory holding kzoo_judge/ (default $KZOO_JUDGE_DIR or the source tree's)");
       sub.add_flag("--json", a->json, "print one JSON document on stdout: {bytecode_cache, python, warmed} or {status: error, reason}");
+      sub.add_flag("--refresh", a->refresh, "warm the cache again even where its stamp holds: after upgrading Python "
+                   "packages other than torch, numpy and triton, whose changes the stamp does not watch (without it "
+                   "their modules are compiled at each start, never used stale)");
       sub.add_option("--bytecode-cache", a->cache, "the cache (default $KZOO_BYTECODE_CACHE, else "
                      "$XDG_CACHE_HOME/kzoo/bytecode or ~/.cache/kzoo/bytecode; grades use the same default)");
       return [a] {
@@ -45,15 +51,16 @@ const bool registered = kzoo::cli::register_command(
                        "import at every start");
         kzoo::runner::BytecodeCacheRequest r;
         std::error_code ec;
-        r.dir = std::filesystem::absolute(a->cache, ec).lexically_normal().string();
+        r.dir = fs::absolute(a->cache, ec).lexically_normal().string();
         r.python = a->python;
-        r.judge_dir = std::filesystem::weakly_canonical(a->judge_dir, ec).string();
+        r.judge_dir = fs::weakly_canonical(a->judge_dir, ec).string();
         r.judge_inside = kzoo::runner::kSandboxJudgeDir;
         bool warmed = false;
         r.say = [&](std::string_view line) {
           warmed = true;
           std::cerr << "kzoo prepare: " << line << "\n";
         };
+        if (a->refresh) fs::remove(kzoo::runner::bytecode_stamp_path(r), ec);
         auto got = kzoo::runner::ensure_bytecode_cache(r);
         if (!got) return error("cannot fill the bytecode cache " + r.dir + ": " + got.error().message);
         if (!warmed) std::cerr << "kzoo prepare: the bytecode cache " << r.dir << " is current for " << r.python << "\n";
