@@ -145,7 +145,10 @@ def warm(stamp, judge_dir, judge_inside):
     # Every folder modules are found in (-I leaves the working directory out of sys.path).
     copied = copy_beside(sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}))
     for d in packages:
-        compileall.compile_dir(d, quiet=2, workers=0)
+        try:
+            compileall.compile_dir(d, quiet=2, workers=0)
+        except (OSError, ImportError, NotImplementedError):  # no process pool here (no /dev/shm): one CPU
+            compileall.compile_dir(d, quiet=2, workers=1)
     # The judge's modules, imported from here so that whatever they import is cached too, then
     # compiled again for the path the sandbox shows them at (only that copy is ever read).
     sys.path.insert(0, judge_dir)
