@@ -88,6 +88,9 @@ BYTECODE=$(tail -1 "$LOGS/prepare.out")
   [ -d "$BYTECODE" ] && PYTHONPYCACHEPREFIX=$BYTECODE PYTHONDONTWRITEBYTECODE=1 "$PY" scripts/gpu/startup_probe.py --runs 2
 } > "$LOGS/env.txt" 2>&1
 t_all=$(now)
+# The plain processes below (the probes, the judge's GPU tests and the children they start) read the
+# same cache as the sandboxes do, instead of compiling torch's modules at each start.
+[ -d "$BYTECODE" ] && export PYTHONPYCACHEPREFIX=$BYTECODE PYTHONDONTWRITEBYTECODE=1
 
 # 1. grade every catalog package and every sample
 # Every package at ITERATIONS timed calls per case (default 20: twelve tasks must fit the run's

@@ -37,7 +37,12 @@ PY=${KZOO_PYTHON:-/opt/torch/.venv/bin/python3}
 export KZOO_PYTHON=$PY PYTHONUNBUFFERED=1
 K=$PWD/.device/bin/kzoo
 # Every grade below starts from the runner's bytecode cache, filled here once (accept.sh says why).
-"$K" prepare --python "$PY" --judge-dir judge >/dev/null || echo "fidelity.sh: kzoo prepare failed: grades compile torch's modules at every start" >&2
+# The plain processes (ncu's, kernel_span.py's) read it too: each imports torch once a case.
+if BYTECODE=$("$K" prepare --python "$PY" --judge-dir judge) && [ -d "$BYTECODE" ]; then
+  export PYTHONPYCACHEPREFIX=$BYTECODE PYTHONDONTWRITEBYTECODE=1
+else
+  echo "fidelity.sh: kzoo prepare failed: every process compiles torch's modules at its start" >&2
+fi
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 NCU_CALLS=${NCU_CALLS:-5}
 # NCU_MODE=kernels (default): ncu's kernel replay, each call's kernels' own durations summed.
