@@ -22,7 +22,7 @@
 # Setup (here, on the Debian machine): bash scripts/build.sh && bash scripts/gpu/bundle.sh,
 # then run `bash scripts/gpu/accept.sh` on the device with .device carried.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 # Logs go to $LOGS; $OUT gets the table and one archive of the logs (the device tool brings
 # back at most 8 files).
 OUT=${OUT:-/tmp/kzoo-accept-out}; mkdir -p "$OUT"

@@ -27,7 +27,7 @@
 #   package is started once that much of the call has passed, so the table is always printed.
 # It also writes the catalog table's eager, solutions and ncu parts ($OUT/*.jsonl; catalog_table.py fidelity-parts).
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-/tmp/kzoo-fidelity-out}; mkdir -p "$OUT"
 LOGS=${LOGS:-$(mktemp -d /tmp/kzoo-fidelity.XXXXXX)}; mkdir -p "$LOGS"
 PY=${KZOO_PYTHON:-/opt/torch/.venv/bin/python3}
