@@ -112,6 +112,18 @@ def _same_bytecode(a, b):
         return False
 
 
+def compile_packages(dirs):
+    """Every module under `dirs` compiled to where Python looks now (the prefix), on all CPUs (one
+    where no process pool starts); one this Python cannot compile is left to fail where it is
+    imported, if ever."""
+    import compileall
+    for d in dirs:
+        try:
+            compileall.compile_dir(d, quiet=2, workers=0)
+        except (OSError, ImportError, NotImplementedError):  # no process pool here (no /dev/shm)
+            compileall.compile_dir(d, quiet=2, workers=1)
+
+
 def _package_dirs(names):
     dirs = []
     for name in names:
@@ -138,17 +150,11 @@ def warm(stamp, judge_dir, judge_inside):
             loaded.append(name)
         except Exception:  # noqa: BLE001 - absent or broken here: the children compile it as before
             pass
-    # What sits compiled beside the sources already, then the rest of the packages compiled (on
-    # all CPUs; a file this Python cannot compile is left to fail where it is imported, if ever).
-    import compileall
+    # What sits compiled beside the sources already, then the rest of the packages compiled.
     packages = _package_dirs(STAMPED)
     # Every folder modules are found in (-I leaves the working directory out of sys.path).
     copied = copy_beside(sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}))
-    for d in packages:
-        try:
-            compileall.compile_dir(d, quiet=2, workers=0)
-        except (OSError, ImportError, NotImplementedError):  # no process pool here (no /dev/shm): one CPU
-            compileall.compile_dir(d, quiet=2, workers=1)
+    compile_packages(packages)
     # The judge's modules, imported from here so that whatever they import is cached too, then
     # compiled again for the path the sandbox shows them at (only that copy is ever read).
     sys.path.insert(0, judge_dir)

@@ -94,5 +94,30 @@ class CopyBeside(unittest.TestCase):
                 sys.pycache_prefix = before
 
 
+class CompilePackages(unittest.TestCase):
+    """A package without bytecode anywhere (torch in the H200's venv) is compiled whole into the prefix."""
+
+    def test_every_module_is_compiled_where_python_looks_now_and_none_beside_it(self):
+        import sys
+        with tempfile.TemporaryDirectory() as tree, tempfile.TemporaryDirectory() as prefix:
+            pkg = os.path.join(tree, "pkg")
+            os.makedirs(os.path.join(pkg, "deep"))
+            for rel in ("__init__.py", "lazy.py", "deep/__init__.py", "deep/inner.py"):
+                with open(os.path.join(pkg, rel), "w") as f:
+                    f.write("X = 1\n")
+            with open(os.path.join(pkg, "broken.py"), "w") as f:
+                f.write("def (:\n")  # left to fail where it is imported
+            before = sys.pycache_prefix
+            sys.pycache_prefix = prefix
+            try:
+                bytecode.compile_packages([pkg])
+                for rel in ("__init__.py", "lazy.py", "deep/__init__.py", "deep/inner.py"):
+                    self.assertEqual(bytecode.state(module_at(os.path.join(pkg, rel))), "current", rel)
+                self.assertEqual(bytecode.state(module_at(os.path.join(pkg, "broken.py"))), "none")
+            finally:
+                sys.pycache_prefix = before
+            self.assertFalse(os.path.exists(os.path.join(pkg, "__pycache__")))
+
+
 if __name__ == "__main__":
     unittest.main()
