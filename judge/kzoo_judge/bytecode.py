@@ -5,8 +5,9 @@ compiling, such as uv's default, or one read-only since it was made) compiles ev
 `import torch` loads (torch 2.11 has 2141 under torch/) at every start: on the H200 runner that
 was 2.9-4.3 s of each judge's and each child's start (on the Debian VM, torch 1.13: 1.4-1.5 s
 compiling against 0.6-0.7 s loading bytecode, docs/PERF.md). The sandbox binds the interpreter
-read-only and sets PYTHONDONTWRITEBYTECODE, so no run could ever keep what it compiled. kzoo keeps it instead, outside the sandbox: the runner
-(src/kzoo/runner/bytecode_cache.cpp) runs this file once per interpreter, torch and judge,
+read-only and sets PYTHONDONTWRITEBYTECODE, so no run could ever keep what it compiled. kzoo
+keeps it instead, outside the sandbox: the runner (src/kzoo/runner/bytecode_cache.cpp) runs
+this file once per interpreter, torch and judge,
 trusted and unsandboxed, with `-I -X pycache_prefix=DIR`, then binds DIR read-only into every
 sandbox with PYTHONPYCACHEPREFIX=DIR. Python checks each cached file against its source's
 mtime and size at every import, so a stale entry is compiled again, never trusted.
