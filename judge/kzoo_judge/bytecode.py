@@ -7,16 +7,15 @@ was 2.9-4.3 s of each judge's and each child's start (on the Debian VM, torch 1.
 compiling against 0.6-0.7 s loading bytecode, docs/PERF.md). The sandbox binds the interpreter
 read-only and sets PYTHONDONTWRITEBYTECODE, so no run could ever keep what it compiled. kzoo
 keeps it instead, outside the sandbox: the runner (src/kzoo/runner/bytecode_cache.cpp) runs
-this file once per interpreter, torch and judge,
-trusted and unsandboxed, with `-I -X pycache_prefix=DIR`, then binds DIR read-only into every
-sandbox with PYTHONPYCACHEPREFIX=DIR. Python checks each cached file against its source's
+this file once per interpreter, torch and judge, trusted and unsandboxed, with `-I -X
+pycache_prefix=DIR`, then binds DIR read-only into every sandbox with PYTHONPYCACHEPREFIX=DIR. Python checks each cached file against its source's
 mtime and size at every import, so a stale entry is compiled again, never trusted.
 
     python3 -I -X pycache_prefix=DIR bytecode.py STAMP JUDGE_DIR JUDGE_INSIDE
 
 imports what a judge and its children import (torch, the judge's modules, triton and numpy
 where present: Python writes their bytecode under DIR as it goes); copies in the bytecode that
-already sits beside the standard library's and those packages' sources (with the prefix set,
+already sits beside the sources on the interpreter's path (with the prefix set,
 Python looks nowhere else: a Debian module imported later, lazily, would otherwise be compiled
 at every start where it was not before); compiles the rest of those packages (torch._dynamo
 and torch._inductor, which a torch.compile'd submission imports, among them); compiles the
