@@ -54,8 +54,11 @@ def state(module):
     if len(head) < 16 or head[:4] != importlib.util.MAGIC_NUMBER:
         return "stale"
     flags = int.from_bytes(head[4:8], "little")
-    if flags & 1:  # hash-based: Python checks the source's hash or nothing, not its time
-        return "current"
+    if flags & 1:  # hash-based: Python checks the source's hash (flag 2) or nothing, not its time
+        if not flags & 2:
+            return "current"
+        with open(src, "rb") as f:
+            return "current" if importlib.util.source_hash(f.read()) == head[8:16] else "stale"
     mtime, size = int.from_bytes(head[8:12], "little"), int.from_bytes(head[12:16], "little")
     return "current" if mtime == (int(st.st_mtime) & 0xFFFFFFFF) and size == (st.st_size & 0xFFFFFFFF) else "stale"
 

@@ -46,10 +46,13 @@ class State(unittest.TestCase):
             f.write(b"not python bytecode at all")
         self.assertEqual(bytecode.state(module_at(self.src)), "stale")
 
-    def test_hash_based_bytecode_is_current(self):
+    def test_checked_hash_bytecode_is_current_until_the_source_changes(self):
         py_compile.compile(self.src, cfile=importlib.util.cache_from_source(self.src), doraise=True,
                            invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
         self.assertEqual(bytecode.state(module_at(self.src)), "current")
+        with open(self.src, "w") as f:
+            f.write("X = 2\n")  # same size; its time may be the same second
+        self.assertEqual(bytecode.state(module_at(self.src)), "stale")
 
     def test_a_module_without_python_source(self):
         self.assertEqual(bytecode.state(types.ModuleType("builtin_like")), "no source")

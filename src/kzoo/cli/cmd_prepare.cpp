@@ -38,8 +38,9 @@ const bool registered = kzoo::cli::register_command(
       sub.add_flag("--refresh", a->refresh, "warm the cache again even where its stamp holds: after upgrading Python "
                    "packages other than torch, numpy and triton, whose changes the stamp does not watch (without it "
                    "their modules are compiled at each start, never used stale)");
-      sub.add_option("--bytecode-cache", a->cache, "the cache (default $KZOO_BYTECODE_CACHE, else "
-                     "$XDG_CACHE_HOME/kzoo/bytecode or ~/.cache/kzoo/bytecode; grades use the same default)");
+      sub.add_option("--bytecode-cache", a->cache, "the cache (default $KZOO_BYTECODE_CACHE; else, run as "
+                     "root, /var/cache/kzoo/bytecode; else $XDG_CACHE_HOME/kzoo/bytecode or ~/.cache/kzoo/bytecode; "
+                     "grades use the same default)");
       return [a] {
         auto error = [&](const std::string& why) {
           std::cerr << "kzoo prepare: " << why << "\n";

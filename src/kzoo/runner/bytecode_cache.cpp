@@ -88,8 +88,13 @@ std::string unfit_owner(const std::string& dir) {
 }  // namespace
 
 std::string default_bytecode_cache() {
-  if (const char* v = std::getenv("KZOO_BYTECODE_CACHE"); v != nullptr && *v != '\0')
-    return std::string_view(v) == "off" ? "" : v;
+  if (const char* v = std::getenv("KZOO_BYTECODE_CACHE"); v != nullptr && *v != '\0') {
+    if (std::string_view(v) == "off") return "";
+    // Relative to where kzoo was started, as `kzoo prepare --bytecode-cache` takes it: both name one folder.
+    std::error_code ec;
+    auto abs = fs::absolute(v, ec).lexically_normal().string();
+    return ec ? std::string(v) : abs;
+  }
   // Run as root, kzoo drops the sandbox to another uid (docs/SANDBOX.md, "The uid drop"),
   // which cannot reach root's home: the system's cache folder instead.
   if (::geteuid() == 0) return "/var/cache/kzoo/bytecode";

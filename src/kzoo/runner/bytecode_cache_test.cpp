@@ -79,6 +79,8 @@ TEST(BytecodeCacheDefault, IsTheUsersCacheOrRootsSystemCacheUnlessNamedOrTurnedO
     EXPECT_EQ(default_bytecode_cache(), root ? "/var/cache/kzoo/bytecode" : "/var/cache/me/kzoo/bytecode");
     EnvVar k("KZOO_BYTECODE_CACHE", "/srv/kzoo/bytecode");
     EXPECT_EQ(default_bytecode_cache(), "/srv/kzoo/bytecode");
+    EnvVar rel("KZOO_BYTECODE_CACHE", "cache/./bytecode");  // as kzoo prepare --bytecode-cache takes it
+    EXPECT_EQ(default_bytecode_cache(), (fs::current_path() / "cache/bytecode").string());
   }
   EnvVar off("KZOO_BYTECODE_CACHE", "off");
   EXPECT_EQ(default_bytecode_cache(), "");
