@@ -160,5 +160,27 @@ check "an unknown device is a usage error" 2 $?
 check "--judge-options that is not a JSON object is a usage error" 2 $?
 grep -q "one JSON object" "$tmp/out7.txt" || { echo "FAIL the refusal does not say what --judge-options takes"; cat "$tmp/out7.txt"; fails=$((fails + 1)); }
 
+# 8. `kzoo prepare` fills the bytecode cache a grade then reads (runner/bytecode_cache.hpp): the
+#    grade's judge finds torch compiled there and warms nothing again (its stamp is the grade's).
+cache="$tmp/bytecode"
+"$KZOO" prepare --judge-dir "$SRC/judge" --bytecode-cache "$cache" --json >"$tmp/prep1.json" 2>"$tmp/prep1.err"
+check "kzoo prepare fills a fresh bytecode cache" 0 $?
+"$KZOO" prepare --judge-dir "$SRC/judge" --bytecode-cache "$cache" --json >"$tmp/prep2.json" 2>"$tmp/prep2.err"
+check "kzoo prepare of a current cache" 0 $?
+/usr/bin/python3 - "$tmp/prep1.json" "$tmp/prep2.json" "$cache" <<'PY' || { echo "FAIL kzoo prepare's documents"; cat "$tmp/prep1.err" "$tmp/prep2.err"; fails=$((fails + 1)); }
+import json, sys
+first, second = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert first["bytecode_cache"] == sys.argv[3] and first["warmed"] is True, first
+assert second["bytecode_cache"] == sys.argv[3] and second["warmed"] is False, second
+PY
+stamps_before=$(ls -l --time-style=full-iso "$cache/stamps" 2>&1)
+KZOO_BYTECODE_CACHE="$cache" "$KZOO" "${G[@]}" "$pkg" --iterations 3 --timeout 900 -v >"$tmp/out11.txt" 2>"$tmp/err11.txt"
+check "a grade after kzoo prepare is accepted" 0 $?
+grep -qF "torch's bytecode: current (kzoo's cache $cache)" "$tmp/err11.txt" || { echo "FAIL the grade's judge did not load torch from the prepared cache"; grep -m3 "bytecode" "$tmp/err11.txt"; fails=$((fails + 1)); }
+[ "$(ls -l --time-style=full-iso "$cache/stamps" 2>&1)" = "$stamps_before" ] || { echo "FAIL the grade warmed the cache again (another stamp than kzoo prepare's)"; ls -l "$cache/stamps"; fails=$((fails + 1)); }
+KZOO_BYTECODE_CACHE=off "$KZOO" prepare --judge-dir "$SRC/judge" >"$tmp/prep3.txt" 2>&1
+check "kzoo prepare with the cache turned off is an error" 2 $?
+grep -q "no bytecode cache to fill" "$tmp/prep3.txt" || { echo "FAIL kzoo prepare did not say the cache is off"; cat "$tmp/prep3.txt"; fails=$((fails + 1)); }
+
 [ $fails = 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all grade checks passed"

@@ -50,12 +50,13 @@ const bool registered = kzoo::cli::register_command(
         if (a->cache.empty() || a->cache == "off")
           return error("no bytecode cache to fill (KZOO_BYTECODE_CACHE is off, or no HOME): grades compile what they "
                        "import at every start");
-        kzoo::runner::BytecodeCacheRequest r;
+        // The request a sandboxed grade makes with these options: the stamp it checks.
+        kzoo::runner::GradeOptions g;
         std::error_code ec;
-        r.dir = fs::absolute(a->cache, ec).lexically_normal().string();
-        r.python = a->python;
-        r.judge_dir = fs::weakly_canonical(a->judge_dir, ec).string();
-        r.judge_inside = kzoo::runner::kSandboxJudgeDir;
+        g.bytecode_cache = fs::absolute(a->cache, ec).lexically_normal().string();
+        g.python = a->python;
+        g.judge_dir = a->judge_dir;
+        kzoo::runner::BytecodeCacheRequest r = kzoo::runner::bytecode_request(g);
         bool warmed = false;
         r.say = [&](std::string_view line) {
           warmed = true;

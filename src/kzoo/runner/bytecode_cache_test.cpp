@@ -22,6 +22,8 @@ using ::testing::HasSubstr;
 namespace kzoo::runner {
 namespace {
 
+using testing::EnvVar;
+
 const std::string kJudge = std::string(KZOO_SOURCE_DIR) + "/judge";
 
 BytecodeCacheRequest request(const std::string& dir, const std::string& judge = kJudge) {
@@ -52,23 +54,6 @@ long long mtime_ns(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return -1;
   return static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
 }
-
-class EnvVar {
- public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~EnvVar() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST(BytecodeCacheDefault, IsTheUsersCacheOrRootsSystemCacheUnlessNamedOrTurnedOff) {
   EnvVar a("KZOO_BYTECODE_CACHE", nullptr), b("XDG_CACHE_HOME", nullptr), c("HOME", "/home/someone");

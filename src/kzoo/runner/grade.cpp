@@ -306,6 +306,23 @@ GradeOutcome grade(const GradeOptions& o) {
   return finish(std::move(out));
 }
 
+BytecodeCacheRequest bytecode_request(const GradeOptions& o) {
+  BytecodeCacheRequest req;
+  req.dir = o.bytecode_cache;
+  req.python = python_of(o);
+  std::error_code ec;
+  auto judge_dir = fs::weakly_canonical(o.judge_dir, ec);
+  req.judge_dir = ec ? o.judge_dir : judge_dir.string();
+  req.judge_inside = o.sandboxed ? kSandboxJudgeDir : req.judge_dir;
+  req.say = o.progress;
+  return req;
+}
+
+Result<std::string> prepare_bytecode_cache(const GradeOptions& o) {
+  if (o.bytecode_cache.empty()) return fail("it is turned off (KZOO_BYTECODE_CACHE=off, or no HOME to keep it under)");
+  return ensure_bytecode_cache(bytecode_request(o));
+}
+
 Result<HarnessSetup> harness_setup(const Workdir& w_, const std::string& kernel_id, const GradeOptions& o) {
   const Workdir* w = &w_;
   HarnessSetup setup;
@@ -389,12 +406,8 @@ Result<HarnessSetup> harness_setup(const Workdir& w_, const std::string& kernel_
   // The modules the judge and its children import, compiled once outside the sandbox
   // (bytecode_cache.hpp says why): without them every start compiles torch again.
   if (!o.bytecode_cache.empty()) {
-    BytecodeCacheRequest req;
-    req.dir = o.bytecode_cache;
-    req.python = python_of(o);
-    req.judge_dir = judge_dir;
-    req.judge_inside = path_in(judge_dir);
-    req.say = o.progress;
+    BytecodeCacheRequest req = bytecode_request(o);
+    req.judge_inside = path_in(judge_dir);  // as this sandbox shows it (bytecode_request's, but for a bind over it)
     if (auto dir = ensure_bytecode_cache(req)) {
       spec.ro_binds.push_back({*dir, *dir});
       env.emplace_back("PYTHONPYCACHEPREFIX", *dir);

@@ -97,6 +97,13 @@ struct HarnessSetup {
 };
 Result<HarnessSetup> harness_setup(const Workdir& w, const std::string& kernel_id, const GradeOptions& options);
 
+// The bytecode cache a grade under `options` reads (bytecode_cache.hpp), as
+// harness_setup asks for it: the same interpreter, judge and judge path, so the same
+// stamp. prepare_bytecode_cache warms it ahead of the first grade (a worker before it
+// claims its first job, `kzoo prepare`): its directory, or why it cannot be used.
+BytecodeCacheRequest bytecode_request(const GradeOptions& options);
+Result<std::string> prepare_bytecode_cache(const GradeOptions& options);
+
 // What one harness step left: the sandbox's result, and what the program
 // wrote on its verdict channel (signature.hpp).
 struct HarnessRun {

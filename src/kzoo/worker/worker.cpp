@@ -10,6 +10,7 @@
 #include "kzoo/format/json_text.hpp"
 #include "kzoo/jobs/batch_run.hpp"
 #include "kzoo/jobs/direct.hpp"
+#include "kzoo/runner/grade.hpp"
 #include "kzoo/util/read_file.hpp"
 #include "kzoo/worker/api_transport.hpp"
 #include "kzoo/worker/device_class.hpp"
@@ -79,17 +80,38 @@ Result<void> prepare(WorkerOptions& o) {
     o.warm_slot = std::make_shared<runner::WarmSlot>(o.log);
   return ok();
 }
+
+// The judge's modules compiled before the first claim (runner/bytecode_cache.hpp): on a
+// fresh runner the warm-up (every module of torch on the H200's venv, which ships none)
+// would otherwise run inside the first job's lease and its time from upload to verdict.
+// A cache that cannot be used is said once; grades then run without it, as before.
+void prepare_bytecode(const WorkerOptions& o) {
+  runner::GradeOptions g;
+  g.device = o.device;
+  g.judge_dir = o.judge_dir;
+  g.python = o.python;
+  g.sandboxed = o.sandboxed;
+  g.progress = o.log;
+  auto dir = runner::prepare_bytecode_cache(g);
+  if (!o.log) return;
+  if (dir)
+    o.log("bytecode cache " + *dir + ": current for " + g.python);
+  else
+    o.log("no bytecode cache (" + dir.error().message + "): each judge's start compiles what it imports that has no bytecode");
+}
 }  // namespace
 
 Result<std::unique_ptr<Worker>> Worker::open(WorkerOptions o) {
   if (auto r = prepare(o); !r) return tl::unexpected(r.error());
   auto t = o.server_url.empty() ? jobs::open_direct(o.data_dir, o.state_url) : open_api(o.server_url, o.token);
   if (!t) return tl::unexpected(t.error());
+  prepare_bytecode(o);
   return std::unique_ptr<Worker>(new Worker(std::move(o), std::move(*t)));
 }
 
 Result<std::unique_ptr<Worker>> Worker::open(WorkerOptions o, std::unique_ptr<JobTransport> t) {
   if (auto r = prepare(o); !r) return tl::unexpected(r.error());
+  prepare_bytecode(o);
   return std::unique_ptr<Worker>(new Worker(std::move(o), std::move(t)));
 }
 

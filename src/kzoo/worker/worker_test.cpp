@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include <fmt/format.h>
@@ -301,6 +302,53 @@ TEST_F(WorkerTest, TheNextJobsJudgeIsStartedAheadAndJudgesItAsAColdOneWould) {
   ASSERT_TRUE(doc);
   EXPECT_GT((*doc)["cases"][0]["speedup"]["value"].get<double>(), 1.5);
   expect_decided_by_decide_run(second, **r2);
+}
+
+// The judge's modules are compiled before the worker claims anything (runner/bytecode_cache.hpp):
+// on a fresh runner the first job's lease and its time to a verdict do not hold the warm-up, and
+// that job's judge reads what it compiled.
+TEST_F(WorkerTest, CompilesTheJudgesModulesBeforeItClaimsItsFirstJob) {
+  TempDir fresh;
+  const std::string cache = fresh.path() + "/bytecode";
+  runner::testing::EnvVar env("KZOO_BYTECODE_CACHE", cache.c_str());
+  std::vector<std::string> lines;
+  o.log = [&](std::string_view l) { lines.emplace_back(l); };
+  auto job = submit(package_tree(kWrong));
+  auto w = Worker::open(o);
+  ASSERT_TRUE(w) << w.error().message;
+  auto said = [&](std::size_t from, const std::string& what) {
+    for (std::size_t i = from; i < lines.size(); ++i)
+      if (lines[i].find(what) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(said(0, "compiling the judge's Python modules into " + cache)) << ::testing::PrintToString(lines);
+  EXPECT_TRUE(said(0, "bytecode cache " + cache + ": current for ")) << ::testing::PrintToString(lines);
+  EXPECT_EQ(state->get_job(job)->state, store::State::queued) << "warmed before the claim";
+  // One stamp, the one the job's grade checks: the job leaves it as it was (no second warm-up).
+  auto stamps = [&] {
+    std::map<std::string, std::filesystem::file_time_type> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(cache + "/stamps", ec))
+      out[e.path().string()] = std::filesystem::last_write_time(e.path());
+    return out;
+  };
+  const auto before = stamps();
+  EXPECT_EQ(before.size(), 1u);
+
+  auto r = (*w)->run_once();
+  ASSERT_TRUE(r && *r) << (r ? "nothing queued" : r.error().message);
+  EXPECT_EQ((*r)->outcome, store::Outcome::rejected);
+  EXPECT_EQ(stamps(), before);
+  auto ev = repo->read_job_evidence(std::to_string(job));
+  ASSERT_TRUE(ev);
+  EXPECT_NE(ev->at("stderr.log").find("torch's bytecode: current (kzoo's cache " + cache + ")"), std::string::npos)
+      << ev->at("stderr.log");
+
+  // Turned off, the worker says so and grades as before.
+  lines.clear();
+  runner::testing::EnvVar off("KZOO_BYTECODE_CACHE", "off");
+  ASSERT_TRUE(Worker::open(o));
+  EXPECT_TRUE(said(0, "no bytecode cache (it is turned off")) << ::testing::PrintToString(lines);
 }
 
 TEST_F(WorkerTest, ASubmissionsOwnHarnessNeverRuns) {
