@@ -8,7 +8,9 @@
 # their difference. REPEAT packages (default: the softmax eager and solution) are graded
 # twice more: the per-case spread of the three medians. The eager packages' calls are also timed
 # in a plain process (scripts/gpu/kernel_span.py: their device span, gaps between kernels
-# included) for the table's "span us" column (scripts/gpu/fidelity_table.py). One device call; the
+# included) for the table's "span us" column, and their kernels' own durations summed in that
+# sequence for its "sum us" (scripts/gpu/fidelity_table.py: against ncu, it tells the gaps from
+# kernels that run slower back to back than alone). One device call; the
 # last lines say how many cases are within 1% of ncu, of their span, and how many repeats agree.
 # Setup (here, on the Debian machine): bash scripts/build.sh && bash scripts/gpu/bundle.sh,
 # then on the device, with .device carried: bash scripts/gpu/fidelity.sh

@@ -9,7 +9,12 @@ span (judge/kzoo_judge/spans.py), so of session 27's 21 cases off ncu by more th
 calls of several kernels. kernel_span.py times the same span outside the judge -- one process, no
 sandbox, no harness, the judge's flush, warm-up and launch pad -- so "judge against span" says
 whether the judge adds anything to what the call costs, and "span against ncu" how far the call's
-own sequence is from ncu's sum.
+own sequence is from ncu's sum. The same records give the call's kernels' own durations summed
+("sum us", copies and memsets left out as ncu leaves them): "sum against ncu" then tells the two
+parts of that distance apart. Within 1%, the
+kernels run as fast in sequence as alone and the device's idle gaps between them are the
+difference; beyond it, the kernels themselves run slower back to back (a previous kernel's dirty
+L2 lines, the clock) than under ncu's replay.
 
 Reads LOGS (fidelity.sh's): grade_NAME.json (and grade_NAME_r2/_r3.json, the repeats),
 ncu_NAME.txt (ncu_sum.py: "index us kernels" per graded shape), ncu_NAME.clock (ncu_sum.py
@@ -66,7 +71,8 @@ def ncu_clocks(path):
 
 
 def spans(logs):
-    """{package name: {shape index: median span us a call}} from kernel_span.py's run over the
+    """{package name: {shape index: {"span": median span us a call, "sum": median of the call's
+    kernels' summed us (kernel_sum_us: no copies or memsets), or None}}} from kernel_span.py's run over the
     packages: LOGS/spans.jsonl (one line per package and graded shape, named by its source folder)
     and LOGS/span_index.tsv ("name<TAB>source folder" per package). A shape the probe could not
     time (an "error" line), or a line cut short, is left out."""
@@ -84,7 +90,10 @@ def spans(logs):
                     continue
                 name = by_src.get(rec.get("src"))
                 if name and "error" not in rec and isinstance(rec.get("span_us"), (int, float)):
-                    out.setdefault(name, {})[int(rec["shape_index"])] = float(rec["span_us"])
+                    total = rec.get("kernel_sum_us")
+                    out.setdefault(name, {})[int(rec["shape_index"])] = {
+                        "span": float(rec["span_us"]),
+                        "sum": float(total) if isinstance(total, (int, float)) and total > 0 else None}
     except OSError:
         pass
     return out
@@ -102,7 +111,8 @@ def _pct(a, b):
 def table(logs, ncu_calls, ncu_mode):
     """The table's text, its last lines the counts."""
     rows, clock_rows, span_of = [], [], spans(logs)
-    n = {"cases": 0, "within": 0, "rep": 0, "rep_ok": 0, "multi_off": 0, "span": 0, "span_ok": 0, "multi_off_span_ok": 0}
+    n = {"cases": 0, "within": 0, "rep": 0, "rep_ok": 0, "multi_off": 0, "span": 0, "span_ok": 0, "multi_off_span_ok": 0,
+         "multi_off_sum": 0, "multi_off_sum_ok": 0}
     for g in sorted(glob.glob(os.path.join(logs, "grade_*.json"))):
         name = os.path.basename(g)[len("grade_"):-len(".json")]
         if re.search(r"_r[23]$", name):
@@ -115,8 +125,10 @@ def table(logs, ncu_calls, ncu_mode):
         for idx, (case, med) in enumerate(sorted(meds.items(), key=lambda kv: _case_order(kv[0]))):
             n_us, n_k = ncu.get(idx, (None, 0))
             diff = _pct(med, n_us)
-            span_us = sp.get(idx)
+            span_us = (sp.get(idx) or {}).get("span")
+            sum_us = (sp.get(idx) or {}).get("sum")
             vs_span = _pct(med, span_us)
+            sum_vs_ncu = _pct(sum_us, n_us)
             multi = ncu_mode != "range" and n_k > ncu_calls
             if diff is not None:
                 n["cases"] += 1
@@ -124,6 +136,8 @@ def table(logs, ncu_calls, ncu_mode):
                 off = abs(diff) > WITHIN and multi
                 n["multi_off"] += off
                 n["multi_off_span_ok"] += off and vs_span is not None and abs(vs_span) <= WITHIN
+                n["multi_off_sum"] += off and sum_vs_ncu is not None
+                n["multi_off_sum_ok"] += off and sum_vs_ncu is not None and abs(sum_vs_ncu) <= WITHIN
             if vs_span is not None:
                 n["span"] += 1
                 n["span_ok"] += abs(vs_span) <= WITHIN
@@ -141,8 +155,10 @@ def table(logs, ncu_calls, ncu_mode):
             rows.append(_row(name, case, "%.1f" % n_us if n_us else "-", "%.1f" % med if med else "-",
                              "%+.2f%%" % diff if diff is not None else "-", per_call,
                              "%.1f" % span_us if span_us else "-", "%+.2f%%" % vs_span if vs_span is not None else "-",
+                             "%.1f" % sum_us if sum_us else "-", "%+.2f%%" % sum_vs_ncu if sum_vs_ncu is not None else "-",
                              rep, "accepted" if accepted else "NOT accepted"))
-    head = _row("package", "case", "ncu us", "judge us", "diff", "kernels", "span us", "vs span", "3 runs", "grade")
+    head = _row("package", "case", "ncu us", "judge us", "diff", "kernels", "span us", "vs span", "sum us", "sum-ncu",
+                "3 runs", "grade")
     tail = ["fidelity: %d of %d cases within 1%% of ncu; repeats: %d of %d cases agree within 1%%"
             % (n["within"], n["cases"], n["rep_ok"], n["rep"])]
     if n["multi_off"]:
@@ -152,11 +168,15 @@ def table(logs, ncu_calls, ncu_mode):
         tail.append("against the plain process's device span (kernel_span.py): %d of %d cases within 1%%; of the calls of "
                     "several kernels off ncu by more than 1%%, %d within 1%% of their span"
                     % (n["span_ok"], n["span"], n["multi_off_span_ok"]))
+    if n["multi_off_sum"]:
+        tail.append("of those %d with their kernels' own durations summed in sequence (sum us), %d are within 1%% of ncu "
+                    "(the device's idle gaps between kernels are the difference); the rest run slower back to back "
+                    "than under ncu's replay" % (n["multi_off_sum"], n["multi_off_sum_ok"]))
     return "\n".join([head, "-" * len(head)] + rows + tail + clock_rows)
 
 
 def _row(*cols):
-    return "%-40s | %-12s | %10s | %10s | %7s | %7s | %10s | %7s | %7s | %s" % cols
+    return "%-40s | %-12s | %10s | %10s | %7s | %7s | %10s | %7s | %10s | %7s | %7s | %s" % cols
 
 
 def main(argv):

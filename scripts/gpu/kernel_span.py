@@ -75,8 +75,15 @@ def attribute(ranges, launches, device):
     return calls, by_time
 
 
+def is_copy(name):
+    """Kineto's names for a copy's or a memset's record ("Memcpy DtoH (Device -> Pinned)", "Memset
+    (Device)"): work the call holds the device with, which Nsight Compute's kernel sum leaves out."""
+    return name.startswith("Memcpy") or name.startswith("Memset")
+
+
 def call_figures(kernels):
-    """One call's figures from its kernels [(name, start_us, end_us)]: kernels, sum_us, span_us,
+    """One call's figures from its kernels [(name, start_us, end_us)]: kernels, sum_us, kernel_sum_us
+    (the kernels' alone, copies and memsets left out: what ncu's sum counts), span_us,
     gaps_us (span - sum: negative where kernels overlap), idle_us (time of the span no kernel ran,
     >= 0), top_gaps (the 3 largest idle gaps, [us, kernel before, kernel after], largest first);
     {"error": ...} for a call with no kernels."""
@@ -92,7 +99,8 @@ def call_figures(kernels):
             reach, reach_name = e, name
     span = reach - ks[0][1]
     gaps.sort(key=lambda g: -g[0])
-    return {"kernels": len(ks), "sum_us": total, "span_us": span, "gaps_us": span - total,
+    return {"kernels": len(ks), "sum_us": total, "kernel_sum_us": sum(e - s for n, s, e in ks if not is_copy(n)),
+            "span_us": span, "gaps_us": span - total,
             "idle_us": sum(g[0] for g in gaps), "top_gaps": [list(g) for g in gaps[:3]]}
 
 
@@ -105,7 +113,7 @@ def summarize(figs, windows_us):
     if not good:
         out["error"] = figs[0]["error"] if figs else "no calls"
         return out
-    for key in ("kernels", "sum_us", "span_us", "gaps_us", "idle_us"):
+    for key in ("kernels", "sum_us", "kernel_sum_us", "span_us", "gaps_us", "idle_us"):
         out[key] = statistics.median(f[key] for f, _ in good)
     out["kernels_min"] = min(f["kernels"] for f, _ in good)
     out["kernels_max"] = max(f["kernels"] for f, _ in good)
@@ -244,9 +252,9 @@ def main():
             if "error" in sm:
                 print("%-24s shape %d: %s" % (task.name, shape, sm["error"]))
             else:
-                print("%-24s shape %d: %g kernels (%d-%d), sum %.1f, span %.1f, gaps %.1f (idle %.1f), window %.1f,"
-                      " window-span %.1f us (n=%d, by_time %d)" % (
-                          task.name, shape, sm["kernels"], sm["kernels_min"], sm["kernels_max"], sm["sum_us"],
+                print("%-24s shape %d: %g kernels (%d-%d), sum %.1f (kernels alone %.1f), span %.1f, gaps %.1f (idle %.1f),"
+                      " window %.1f, window-span %.1f us (n=%d, by_time %d)" % (
+                          task.name, shape, sm["kernels"], sm["kernels_min"], sm["kernels_max"], sm["sum_us"], sm["kernel_sum_us"],
                           sm["span_us"], sm["gaps_us"], sm["idle_us"], sm["window_us"], sm["window_minus_span_us"],
                           sm["calls"], by_time), flush=True)
             if a.names:

@@ -50,7 +50,7 @@ def row_of(text, name, case):
     for line in text.splitlines():
         cols = [c.strip() for c in line.split("|")]
         if cols[:2] == [name, case]:
-            return dict(zip(("package", "case", "ncu", "judge", "diff", "kernels", "span", "vs_span", "runs", "grade"), cols))
+            return dict(zip(("package", "case", "ncu", "judge", "diff", "kernels", "span", "vs_span", "sum", "sum_ncu", "runs", "grade"), cols))
     raise AssertionError("no row %s %s in\n%s" % (name, case, text))
 
 
@@ -76,6 +76,28 @@ class TheTable(unittest.TestCase):
         self.assertIn("of the cases off by more than 1%, 1 are calls of several kernels", text)
         self.assertIn("against the plain process's device span (kernel_span.py): 1 of 2 cases within 1%; of the calls of "
                       "several kernels off ncu by more than 1%, 1 within 1% of their span", text)
+
+    def test_the_kernels_own_sum_in_sequence_tells_gaps_from_slower_kernels(self):
+        # rotary: 5000 us by ncu, 5485 by the judge, a span of 5480 us of which 5020 us are its
+        # kernels' own durations (the gaps are the rest); paged decode: its kernels alone sum to
+        # 4.2% over ncu (they run slower back to back); a line without a sum shows none.
+        self.logs.grade("eager_rotary", [5485.0])
+        self.logs.ncu("eager_rotary", [(5000.0, 95)])
+        self.logs.spans("eager_rotary", [{"shape_index": 0, "span_us": 5480.0, "kernel_sum_us": 5020.0, "sum_us": 5030.0}])
+        self.logs.grade("eager_paged", [14288.0])
+        self.logs.ncu("eager_paged", [(13705.6, 55)])
+        self.logs.spans("eager_paged", [{"shape_index": 0, "span_us": 14300.0, "kernel_sum_us": 14281.2, "sum_us": 14300.0}])
+        self.logs.grade("eager_topk", [10060.6])
+        self.logs.ncu("eager_topk", [(9958.0, 223)])
+        self.logs.spans("eager_topk", [{"shape_index": 0, "span_us": 10054.1}])
+        text = ft.table(self.logs.dir, 5, "kernels")
+        r = row_of(text, "eager_rotary", "graded-0")
+        self.assertEqual((r["span"], r["sum"], r["sum_ncu"]), ("5480.0", "5020.0", "+0.40%"))
+        r = row_of(text, "eager_paged", "graded-0")
+        self.assertEqual((r["sum"], r["sum_ncu"]), ("14281.2", "+4.20%"))
+        r = row_of(text, "eager_topk", "graded-0")
+        self.assertEqual((r["sum"], r["sum_ncu"], r["vs_span"]), ("-", "-", "+0.06%"))
+        self.assertIn("of those 2 with their kernels' own durations summed in sequence (sum us), 1 are within 1% of ncu", text)
 
     def test_each_package_reads_its_own_spans_from_the_one_run(self):
         for name, judge, span in (("eager_softmax", 1000.0, 990.0), ("eager_layernorm", 600.0, 600.0)):

@@ -52,6 +52,11 @@ class CallFigures(unittest.TestCase):
         self.assertEqual(f["top_gaps"], [[8.0, "k3", "k4"], [4.0, "k1", "k2"], [3.0, "k4", "k5"]])
         self.assertEqual((f["idle_us"], f["sum_us"], f["span_us"]), (18.0, 6.0, 24.0))
 
+    def test_copies_and_memsets_hold_the_device_but_are_no_kernels_ncu_sums(self):
+        f = ks.call_figures([("gemm", 0.0, 100.0), ("Memcpy DtoH (Device -> Pinned)", 101.0, 104.0),
+                             ("Memset (Device)", 105.0, 106.0), ("softmax", 106.0, 126.0)])
+        self.assertEqual((f["kernels"], f["sum_us"], f["kernel_sum_us"], f["span_us"]), (4, 124.0, 120.0, 126.0))
+
     def test_a_single_kernel_spans_its_own_duration(self):
         f = ks.call_figures([("only", 50.0, 80.5)])
         self.assertEqual((f["kernels"], f["sum_us"], f["span_us"], f["gaps_us"], f["idle_us"], f["top_gaps"]),
