@@ -311,11 +311,7 @@ class Grading {
   // An operator's --iterations still wins (tests time fewer runs), but a check
   // that timed fewer runs than the rules ask does not count on the board.
   runner::GradeOptions grade_options(int& timed_runs, const board::CheckLimits& limits) const {
-    runner::GradeOptions g;
-    g.device = o_.device;
-    g.catalog_dir = o_.catalog_dir;
-    g.judge_dir = o_.judge_dir;
-    g.python = o_.python;
+    runner::GradeOptions g = runner_grade_options(o_);
     // The partition's time, memory and CPUs, as a Slurm allocation of it would give (board/partition.hpp).
     g.timeout = limits.timeout;
     g.iterations = o_.iterations;
@@ -324,7 +320,6 @@ class Grading {
     g.cpus = limits.cpus;
     g.gpus = o_.gpu_pool ? gpu_lease_.gpus() : o_.gpus;
     g.cpu_affinity = o_.cpus_for(g.gpus);
-    g.sandboxed = o_.sandboxed;
     // The board's guardrails are the judge's parameters (board/decision.hpp, shared with `kzoo grade`).
     const board::Rules* rules = ctx_.rules ? &*ctx_.rules : nullptr;
     timed_runs = board::timed_runs_for(rules, o_.iterations);
@@ -589,6 +584,16 @@ std::vector<int> GradeJobOptions::cpus_for(const std::vector<int>& job_gpus) con
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+runner::GradeOptions runner_grade_options(const GradeJobOptions& o) {
+  runner::GradeOptions g;
+  g.device = o.device;
+  g.catalog_dir = o.catalog_dir;
+  g.judge_dir = o.judge_dir;
+  g.python = o.python;
+  g.sandboxed = o.sandboxed;
+  return g;
 }
 
 JobReport grade_job(JobTransport& t, const store::Job& job, const GradeJobOptions& o) {

@@ -116,6 +116,11 @@ struct JobReport {
   bool retried = false;  // an infrastructure failure: handed back to the queue for another attempt
 };
 
+// What every run of this runner's jobs is graded with, before a job's own limits, GPUs and
+// guardrails: its device, catalog, judge and interpreter, sandboxed or not. The worker warms
+// the bytecode cache with these before its first claim (the stamp a job's grade checks).
+runner::GradeOptions runner_grade_options(const GradeJobOptions& options);
+
 // Grades `job`, which options.worker_id holds through `t`, and completes it
 // (or hands it back for another attempt). Never throws.
 JobReport grade_job(JobTransport& t, const store::Job& job, const GradeJobOptions& options);

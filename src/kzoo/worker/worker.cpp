@@ -86,11 +86,7 @@ Result<void> prepare(WorkerOptions& o) {
 // would otherwise run inside the first job's lease and its time from upload to verdict.
 // A cache that cannot be used is said once; grades then run without it, as before.
 void prepare_bytecode(const WorkerOptions& o) {
-  runner::GradeOptions g;
-  g.device = o.device;
-  g.judge_dir = o.judge_dir;
-  g.python = o.python;
-  g.sandboxed = o.sandboxed;
+  runner::GradeOptions g = jobs::runner_grade_options(o);
   g.progress = o.log;
   auto dir = runner::prepare_bytecode_cache(g);
   if (!o.log) return;
