@@ -6,8 +6,8 @@
 # and the board's elementwise bound) and timed at every graded shape beside the eager package.
 # Each task runs in its own process, so a fault in one cannot spoil the rest.
 # Run from the repository root. Everything goes to ${OUT:-/tmp/out}/rows/.
-# Wall budget ~470 s with every group at most (top-k 200 s + its adversarial rows 60 s, layernorm
-# 46 s, rmsnorm-residual 44 s, silu-and-mul 120 s; a CUDA C++ candidate needs ~45 s more in its
+# Wall budget ~506 s with every group at most (top-k 200 s + its adversarial rows 60 s, layernorm
+# 70 s, rmsnorm-residual 56 s, silu-and-mul 120 s; a CUDA C++ candidate needs ~45 s more in its
 # group for its nvcc build, which catalog_helper's lab runs when it loads every source (round 8);
 # the top-k slot needs far less with no candidate;
 # LAB_GROUPS picks groups, TOPK the top-k candidates): each group has a hard timeout (its --deadline-s, counted from the task's
@@ -57,9 +57,11 @@ fi
 #    Round 6's loop3 lost (session 23; cdfc0b2:lab/layernorm/loop3). Round 7's w16 (loop3 on 16 warps
 #    and 2048-column tiles at 8192) lost 19-33% (session 23; d52bdce:lab/layernorm/w16).
 #    Round 8's cuda1 (CUDA C++, persistent CTAs) lost 9% at 8192 (session 24; fe3b8f2:lab/layernorm/cuda1).
+#    Round 9 (lab/layernorm/NOTES.md): indc (inductor's kernel with the width a compile-time constant)
+#    and w16r (the in-register kernel on 16 warps at 8192), each beside the solution: ~20 s more.
 if run layernorm; then
-timeout -k 3 46 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/layernorm:36:$S/norm/layernorm/bf16/layernorm_eager/src" \
+timeout -k 3 70 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
+  "$T/layernorm:60:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/indc,$L/layernorm/w16r" \
   >"$O/layernorm.jsonl" 2>"$O/layernorm.err"
 echo "layernorm rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
@@ -69,9 +71,11 @@ fi
 #    solution; w16 and w16b lost at 16384 (d52bdce:lab/rmsnorm-residual/w16{,b}). Its own slot, not what is left.
 #    Round 8's cuda1 (CUDA C++, persistent CTAs) lost 5% at 16384 (session 24;
 #    fe3b8f2:lab/rmsnorm-residual/cuda1).
+#    Round 9 (lab/rmsnorm-residual/NOTES.md): ns1, the solution's two-pass kernel launched with one
+#    pipeline stage as inductor launches it, and at 16384 too: ~10 s more.
 if run rmsnorm-residual; then
-timeout -k 3 44 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/rmsnorm-residual:34:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src" \
+timeout -k 3 56 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
+  "$T/rmsnorm-residual:46:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src,$L/rmsnorm-residual/ns1" \
   >"$O/rmsnorm-residual.jsonl" 2>"$O/rmsnorm-residual.err"
 echo "rmsnorm-residual rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
