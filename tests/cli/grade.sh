@@ -178,6 +178,11 @@ KZOO_BYTECODE_CACHE="$cache" "$KZOO" "${G[@]}" "$pkg" --iterations 3 --timeout 9
 check "a grade after kzoo prepare is accepted" 0 $?
 grep -qF "torch's bytecode: current (kzoo's cache $cache)" "$tmp/err11.txt" || { echo "FAIL the grade's judge did not load torch from the prepared cache"; grep -m3 "bytecode" "$tmp/err11.txt"; fails=$((fails + 1)); }
 [ "$(ls -l --time-style=full-iso "$cache/stamps" 2>&1)" = "$stamps_before" ] || { echo "FAIL the grade warmed the cache again (another stamp than kzoo prepare's)"; ls -l "$cache/stamps"; fails=$((fails + 1)); }
+# --refresh warms a current cache again (after upgrading a package the stamp does not watch).
+"$KZOO" prepare --judge-dir "$SRC/judge" --bytecode-cache "$cache" --refresh --json >"$tmp/prep4.json" 2>"$tmp/prep4.err"
+check "kzoo prepare --refresh" 0 $?
+/usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["warmed"] is True, d' "$tmp/prep4.json" \
+  || { echo "FAIL kzoo prepare --refresh did not warm the cache again"; cat "$tmp/prep4.err"; fails=$((fails + 1)); }
 KZOO_BYTECODE_CACHE=off "$KZOO" prepare --judge-dir "$SRC/judge" >"$tmp/prep3.txt" 2>&1
 check "kzoo prepare with the cache turned off is an error" 2 $?
 grep -q "no bytecode cache to fill" "$tmp/prep3.txt" || { echo "FAIL kzoo prepare did not say the cache is off"; cat "$tmp/prep3.txt"; fails=$((fails + 1)); }
