@@ -61,7 +61,7 @@ fi
 #    and w16r (the in-register kernel on 16 warps at 8192), each beside the solution: ~20 s more.
 if run layernorm; then
 timeout -k 3 70 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/layernorm:60:$S/norm/layernorm/bf16/layernorm_eager/src,$L/layernorm/indc,$L/layernorm/w16r" \
+  "$T/layernorm:60:$S/norm/layernorm/bf16/layernorm_eager/src${LN_CANDS:-}" \
   >"$O/layernorm.jsonl" 2>"$O/layernorm.err"
 echo "layernorm rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
@@ -75,7 +75,7 @@ fi
 #    pipeline stage as inductor launches it, and at 16384 too: ~10 s more.
 if run rmsnorm-residual; then
 timeout -k 3 56 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/rmsnorm-residual:46:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src,$L/rmsnorm-residual/ns1" \
+  "$T/rmsnorm-residual:46:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src${RMS_CANDS:-,$L/rmsnorm-residual/c2k,$L/rmsnorm-residual/c4k}" \
   >"$O/rmsnorm-residual.jsonl" 2>"$O/rmsnorm-residual.err"
 echo "rmsnorm-residual rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi

@@ -13,6 +13,12 @@
 #   pipelined, every program always has two rows (64 KB) in flight that cost no registers.
 #   It beat the register prefetch it replaced at H = 16384 and lost at H = 8192 (lab round 5,
 #   docs/CATALOG.md), so that width keeps the one-pass kernel.
+# - H = 16384 (since session 31, lab round 9's `indc`): torch.compile's kernel as inductor writes
+#   it, the width a compile-time constant and the launch at one pipeline stage: three passes over
+#   the row in 2048-column tiles on 16 warps, the second and third served by L2 (evict_last, then
+#   evict_first). On the H200, by CUDA events: 508.4 us against the pipelined kernel's 547.1. Round
+#   6's loop3, the same passes with the width at run time and Triton's default three stages, had
+#   lost 20%; at H = 8192 indc lost 7% to the one-pass kernel, which keeps that width.
 # - Elsewhere: one row a program, 32 elements a thread.
 # The last two take the mean, then the centred sum of squares (no cancellation). The lab's
 # rounds that chose these (lab/layernorm/NOTES.md, docs/CATALOG.md) and the earlier CUDA C++
@@ -98,6 +104,35 @@ def _layernorm_pipe(x_ptr, w_ptr, b_ptr, y_ptr, T, H, G, eps, BLOCK: tl.constexp
         tl.store(y_ptr + row * H + offs, y.to(tl.bfloat16), mask=cm)
 
 
+# H -> (R, num_warps) of the looped kernel (the header); every other width takes the kernels above.
+LOOP = {16384: (2048, 16)}
+
+
+@triton.jit
+def _layernorm_loop(x_ptr, w_ptr, b_ptr, y_ptr, eps, H: tl.constexpr, R: tl.constexpr):
+    # H and R are constants: the tile loops have known trip counts and the masks fold away.
+    base = tl.program_id(0).to(tl.int64) * H
+    offs = tl.arange(0, R)
+    acc = tl.zeros([R], dtype=tl.float32)
+    for c in range(0, H, R):
+        m = c + offs < H
+        acc += tl.load(x_ptr + base + c + offs, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    mean = tl.sum(acc, axis=0) / H
+    acc = tl.zeros([R], dtype=tl.float32)
+    for c in range(0, H, R):
+        m = c + offs < H
+        x = tl.load(x_ptr + base + c + offs, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        d = tl.where(m, x - mean, 0.0)
+        acc += d * d
+    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / H + eps)
+    for c in range(0, H, R):
+        m = c + offs < H
+        x = tl.load(x_ptr + base + c + offs, mask=m, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(w_ptr + c + offs, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        b = tl.load(b_ptr + c + offs, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        tl.store(y_ptr + base + c + offs, ((x - mean) * rstd * w + b).to(tl.bfloat16), mask=m)
+
+
 _NUM_SMS = {}
 _PLAN = {}  # (kernel, BLOCK, warps, device, specialisation) -> (stages, programs per SM)
 
@@ -161,6 +196,10 @@ def layernorm(x, weight, bias):
     x = x.contiguous()
     w = weight.contiguous()
     b = bias.contiguous()
+    if H in LOOP:  # inductor's three passes (the header)
+        R, warps = LOOP[H]
+        _layernorm_loop[(T,)](x, w, b, y, EPS, H=H, R=R, num_warps=warps, num_stages=1)
+        return y
     block = triton.next_power_of_2(H)
     if block == 8192:  # one pass, 64 elements a thread (the header)
         warps = max(1, min(16, block // (32 * EPT_1P)))
