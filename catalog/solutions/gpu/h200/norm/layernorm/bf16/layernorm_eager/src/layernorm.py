@@ -16,9 +16,9 @@
 # - H = 16384 (since session 31, lab round 9's `indc`): torch.compile's kernel as inductor writes
 #   it, the width a compile-time constant and the launch at one pipeline stage: three passes over
 #   the row in 2048-column tiles on 16 warps, the second and third served by L2 (evict_last, then
-#   evict_first). On the H200, by CUDA events: 508.4 us against the pipelined kernel's 547.1. Round
-#   6's loop3, the same passes with the width at run time and Triton's default three stages, had
-#   lost 20%; at H = 8192 indc lost 7% to the one-pass kernel, which keeps that width.
+#   evict_first). It beat the pipelined persistent kernel at this width on the H200; the same passes
+#   with the width at run time and Triton's default three stages had lost (lab round 6's loop3),
+#   and at H = 8192 this kernel lost to the one-pass kernel, which keeps that width.
 # - Elsewhere: one row a program, 32 elements a thread.
 # The last two take the mean, then the centred sum of squares (no cancellation). The lab's
 # rounds that chose these (lab/layernorm/NOTES.md, docs/CATALOG.md) and the earlier CUDA C++
