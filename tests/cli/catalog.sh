@@ -45,6 +45,14 @@ for t in $tasks; do
         bad "$t: ${sol#"$CATALOG/"}/.kernel_package/$f differs from the eager package's (copy it from ${eager_pkg#"$CATALOG/"})"
     done
   done
+  # Every package of the task passes the rules a grade applies before anything runs (`kzoo validate`):
+  # the GPU solutions are graded only on a GPU, so CI would otherwise first hear of a broken rule
+  # there (session 31: a comment stating measured figures, refused by the evidence rule on the H200).
+  for p in "$gpu" "$(pkg_of "$CATALOG/solutions/cpu" "$t")" "$(pkg_of "$CATALOG/kernel_data" "$t")"; do
+    [ -n "$p" ] || continue
+    if v=$("$KZOO" validate "$p" 2>&1); then ok "$t: ${p#"$CATALOG/"} validates"
+    else bad "$t: kzoo validate ${p#"$CATALOG/"}: $(echo "$v" | grep -m2 -E 'evidence|rule|error' | cut -c1-300)"; fi
+  done
   case_id=$(first_case "$tj")
   for kind in eager cpu; do
     if [ $kind = eager ]; then pkg=$(pkg_of "$CATALOG/kernel_data" "$t"); else pkg=$(pkg_of "$CATALOG/solutions/cpu" "$t"); fi
