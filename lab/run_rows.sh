@@ -57,8 +57,8 @@ fi
 #    Round 6's loop3 lost (session 23; cdfc0b2:lab/layernorm/loop3). Round 7's w16 (loop3 on 16 warps
 #    and 2048-column tiles at 8192) lost 19-33% (session 23; d52bdce:lab/layernorm/w16).
 #    Round 8's cuda1 (CUDA C++, persistent CTAs) lost 9% at 8192 (session 24; fe3b8f2:lab/layernorm/cuda1).
-#    Round 9 (lab/layernorm/NOTES.md): indc (inductor's kernel with the width a compile-time constant)
-#    and w16r (the in-register kernel on 16 warps at 8192), each beside the solution: ~20 s more.
+#    Round 9 (session 31; 4c65222:lab/layernorm/{indc,w16r}): indc won at 16384 and is in the solution;
+#    w16r lost. LN_CANDS=",DIR,..." adds candidates beside the solution.
 if run layernorm; then
 timeout -k 3 70 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
   "$T/layernorm:60:$S/norm/layernorm/bf16/layernorm_eager/src${LN_CANDS:-}" \
@@ -71,11 +71,11 @@ fi
 #    solution; w16 and w16b lost at 16384 (d52bdce:lab/rmsnorm-residual/w16{,b}). Its own slot, not what is left.
 #    Round 8's cuda1 (CUDA C++, persistent CTAs) lost 5% at 16384 (session 24;
 #    fe3b8f2:lab/rmsnorm-residual/cuda1).
-#    Round 9 (lab/rmsnorm-residual/NOTES.md): ns1, the solution's two-pass kernel launched with one
-#    pipeline stage as inductor launches it, and at 16384 too: ~10 s more.
+#    Round 9 (session 31; 4c65222:lab/rmsnorm-residual/{ns1,c2k,c4k}): none won. RMS_CANDS=",DIR,..."
+#    adds candidates beside the solution.
 if run rmsnorm-residual; then
 timeout -k 3 56 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
-  "$T/rmsnorm-residual:46:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src${RMS_CANDS:-,$L/rmsnorm-residual/c2k,$L/rmsnorm-residual/c4k}" \
+  "$T/rmsnorm-residual:46:$S/norm/rmsnorm/bf16/rmsnorm_residual_eager/src${RMS_CANDS:-}" \
   >"$O/rmsnorm-residual.jsonl" 2>"$O/rmsnorm-residual.err"
 echo "rmsnorm-residual rc=$? t=$(( $(date +%s) - t0 ))s" >>"$O/summary.txt"
 fi
