@@ -8,8 +8,9 @@ compiling against 0.6-0.7 s loading bytecode, docs/PERF.md). The sandbox binds t
 read-only and sets PYTHONDONTWRITEBYTECODE, so no run could ever keep what it compiled. kzoo
 keeps it instead, outside the sandbox: the runner (src/kzoo/runner/bytecode_cache.cpp) runs
 this file once per interpreter, torch and judge, trusted and unsandboxed, with `-I -X
-pycache_prefix=DIR`, then binds DIR read-only into every sandbox with PYTHONPYCACHEPREFIX=DIR. Python checks each cached file against its source's
-mtime and size at every import, so a stale entry is compiled again, never trusted.
+pycache_prefix=DIR`, then binds DIR read-only into every sandbox with PYTHONPYCACHEPREFIX=DIR.
+Python checks each cached file against its source's mtime and size (the judge's own: its hash)
+at every import, so a stale entry is compiled again, never trusted.
 
     python3 -I -X pycache_prefix=DIR bytecode.py STAMP JUDGE_DIR JUDGE_INSIDE
 

@@ -21,8 +21,9 @@
 
 namespace kzoo::runner {
 
-// KZOO_BYTECODE_CACHE ("off": none; a relative path taken from the working directory); else, run as root, /var/cache/kzoo/bytecode (the
-// sandbox then runs as another uid, which root's home would shut out); else
+// KZOO_BYTECODE_CACHE ("off": none; a relative path is taken from the working directory);
+// else, run as root, /var/cache/kzoo/bytecode (the sandbox then runs as another uid, which
+// root's home would shut out); else
 // $XDG_CACHE_HOME/kzoo/bytecode, else $HOME/.cache/kzoo/bytecode; "" when there is none.
 std::string default_bytecode_cache();
 

@@ -1,18 +1,18 @@
 # LayerNorm in Triton, one kernel per row width, chosen from the width alone (never the data).
-# Every path holds a row in registers (16-byte loads and stores), reads x once and writes y
-# once, and loads weight and bias once per program.
+# Every path reads x from HBM once and writes y once (16-byte loads and stores); all but the
+# H = 16384 one hold the row in registers and load weight and bias once per program.
 # - 4096 < H <= 8192: 64 elements a thread, and the sums of d and d*d in ONE reduction, where
 #   d = x - the row's first element: the shift keeps the one-pass variance's cancellation
 #   small (the lab's emulation, lab/layernorm/emulate.py, bounds it), and one reduction
 #   instead of two shortens each row's tail.
-# - H >= 16384: a persistent grid of as many programs as fit on the device at once (sized from
+# - H > 16384: a persistent grid of as many programs as fit on the device at once (sized from
 #   the compiled kernel's registers and shared memory), each working rows pid, pid + G, ...,
 #   whose row loads Triton's pipeliner issues two rows ahead as cp.async copies into shared
 #   memory (`tl.range(..., num_stages=3)`). Why: a row held in registers is in flight only
 #   between its load and its arrival, so a program reducing or storing had nothing loading;
 #   pipelined, every program always has two rows (64 KB) in flight that cost no registers.
-#   It beat the register prefetch it replaced at H = 16384 and lost at H = 8192 (lab round 5,
-#   docs/CATALOG.md), so that width keeps the one-pass kernel.
+#   It beat the register prefetch it replaced at H = 16384 (until session 31) and lost at
+#   H = 8192 (lab round 5, docs/CATALOG.md), so that width keeps the one-pass kernel.
 # - H = 16384 (since session 31, lab round 9's `indc`): torch.compile's kernel as inductor writes
 #   it, the width a compile-time constant and the launch at one pipeline stage: three passes over
 #   the row in 2048-column tiles on 16 warps, the second and third served by L2 (evict_last, then
@@ -20,7 +20,7 @@
 #   with the width at run time and Triton's default three stages had lost (lab round 6's loop3),
 #   and at H = 8192 this kernel lost to the one-pass kernel, which keeps that width.
 # - Elsewhere: one row a program, 32 elements a thread.
-# The last two take the mean, then the centred sum of squares (no cancellation). The lab's
+# The last three take the mean, then the centred sum of squares (no cancellation). The lab's
 # rounds that chose these (lab/layernorm/NOTES.md, docs/CATALOG.md) and the earlier CUDA C++
 # version of this package are in the repository's history.
 
