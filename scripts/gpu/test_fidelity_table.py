@@ -37,6 +37,9 @@ class Logs:
     def ncu(self, name, rows):  # (us a call, kernels over the profiled calls) per shape
         self.write("ncu_%s.txt" % name, "".join("%d %s %d\n" % (i, us, k) for i, (us, k) in enumerate(rows)))
 
+    def ncu_padded(self, name, rows):  # ncu_sum.py --padded-ranges: us a call per shape
+        self.write("ncu_%s_padded.txt" % name, "".join("%d %s 1\n" % (i, us) for i, us in enumerate(rows)))
+
     def spans(self, name, lines):
         """kernel_span.py's lines for package `name`, appended to the run's one file, named by its source folder."""
         src = "catalog/x/%s/src" % name
@@ -50,7 +53,8 @@ def row_of(text, name, case):
     for line in text.splitlines():
         cols = [c.strip() for c in line.split("|")]
         if cols[:2] == [name, case]:
-            return dict(zip(("package", "case", "ncu", "judge", "diff", "kernels", "span", "vs_span", "sum", "sum_ncu", "runs", "grade"), cols))
+            return dict(zip(("package", "case", "ncu", "judge", "diff", "kernels", "span", "vs_span", "sum", "sum_ncu",
+                                 "range", "vs_range", "runs", "grade"), cols))
     raise AssertionError("no row %s %s in\n%s" % (name, case, text))
 
 
@@ -98,6 +102,24 @@ class TheTable(unittest.TestCase):
         r = row_of(text, "eager_topk", "graded-0")
         self.assertEqual((r["sum"], r["sum_ncu"], r["vs_span"]), ("-", "-", "+0.06%"))
         self.assertIn("of those 2 with their kernels' own durations summed in sequence (sum us), 1 are within 1% of ncu", text)
+
+    def test_ncus_figure_for_the_call_whole_is_a_third_reference(self):
+        # rotary: 9.7% over ncu's summed kernels, 0.3% over ncu's range for the call whole; softmax
+        # (one kernel) ran without the padded ranges: its row shows dashes and is not counted.
+        self.logs.grade("eager_rotary", [5485.0, 1000.0])
+        self.logs.ncu("eager_rotary", [(5000.0, 95), (900.0, 95)])
+        self.logs.ncu_padded("eager_rotary", [5468.6, 900.0])
+        self.logs.grade("eager_softmax", [1000.0])
+        self.logs.ncu("eager_softmax", [(1000.0, 5)])
+        text = ft.table(self.logs.dir, 5, "kernels")
+        r = row_of(text, "eager_rotary", "graded-0")
+        self.assertEqual((r["diff"], r["range"], r["vs_range"]), ("+9.70%", "5468.6", "+0.30%"))
+        r = row_of(text, "eager_rotary", "graded-1")
+        self.assertEqual((r["diff"], r["range"], r["vs_range"]), ("+11.11%", "900.0", "+11.11%"))
+        r = row_of(text, "eager_softmax", "graded-0")
+        self.assertEqual((r["range"], r["vs_range"]), ("-", "-"))
+        self.assertIn("against ncu's figure for the call whole (range us, behind a spin): 1 of 2 cases within 1%; of the "
+                      "calls of several kernels off ncu's summed kernels by more than 1%, 1 within 1% of it", text)
 
     def test_each_package_reads_its_own_spans_from_the_one_run(self):
         for name, judge, span in (("eager_softmax", 1000.0, 990.0), ("eager_layernorm", 600.0, 600.0)):

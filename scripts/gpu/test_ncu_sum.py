@@ -38,6 +38,29 @@ class ByMarker(unittest.TestCase):
         self.assertEqual(ncu_sum.by_marker(path, 2), [(400.0, 4), (1000.0, 2)])
 
 
+class ByPaddedRange(unittest.TestCase):
+    def test_each_call_is_its_padded_range_less_the_spin_alone_before_it(self):
+        # two shapes of 3 calls: the spin drifts between pairs (3000, 3010, 2990 us), each call's
+        # figure is its own pair's difference, and the median of those is the shape's
+        path = csv_file([("r", "3000", "usecond"), ("r", "8000", "usecond"),
+                         ("r", "3010", "usecond"), ("r", "8020", "usecond"),
+                         ("r", "2990", "usecond"), ("r", "7985", "usecond"),
+                         ("r", "3", "msecond"), ("r", "3.5", "msecond"),
+                         ("r", "3000", "usecond"), ("r", "3600", "usecond"),
+                         ("r", "3000", "usecond"), ("r", "3400", "usecond")])
+        self.addCleanup(os.unlink, path)
+        lines = []
+        self.assertEqual(ncu_sum.by_padded_range(path, 3, lines.append), [(5000.0, 1), (500.0, 1)])
+        self.assertEqual(lines[0], "shape 0: pad alone 2990.0-3010.0 us (spread 20.00 us) across 3 ranges")
+
+    def test_rows_that_are_not_whole_pairs_of_every_call_are_refused(self):
+        path = csv_file([("r", "3000", "usecond"), ("r", "8000", "usecond"), ("r", "3000", "usecond")])
+        self.addCleanup(os.unlink, path)
+        with self.assertRaises(SystemExit) as e:
+            ncu_sum.by_padded_range(path, 3)
+        self.assertIn("3 ranges", str(e.exception))
+
+
 class Clocks(unittest.TestCase):
     CLK = ncu_sum.CLOCK_METRIC
 
