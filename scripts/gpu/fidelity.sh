@@ -18,8 +18,8 @@
 #   NCU_CALLS (default 5); SPAN_KINDS (default eager; "" for none), SPAN_CALLS (20), SPAN_PAD_US (1000),
 #   SPAN_WARM_US (2000) and SPAN_TIMEOUT (150 s): kernel_span.py's run; NCU_MODE=range (each call timed by ncu as one range, gaps included:
 #   on the H200 in session 23 it read 9-17% above the judge's stream windows, ncu's own range
-#   overhead inside: not a reference); NCU_PADDED=auto|all|none (auto: a package whose call
-#   launches several kernels is also timed whole by ncu, each range opened by NCU_PAD_US (3000) of
+#   overhead inside: not a reference); NCU_PADDED=none|auto|all (default none; auto: a package whose
+#   call launches several kernels is also timed whole by ncu, each range opened by NCU_PAD_US (3000) of
 #   spin so that the launches queue as in the judge, the spin alone subtracted: "range us"); NCU_CLOCKS=1 (ncu also reads each kernel's SM clock,
 #   sm__cycles_elapsed.avg.per_second: the table's last lines, per case, beside the judge's
 #   figure; with CLOCKS=1 nvidia-smi's during the grade is in clocks_NAME.csv); JUDGE_OPTIONS (a JSON object for `kzoo grade --judge-options`, e.g.
@@ -125,10 +125,11 @@ while read -r kind task dir; do
   "$PY" scripts/gpu/ncu_sum.py "$LOGS/ncu_$name.csv" "$NCU_CALLS" "$NCU_SPLIT" > "$LOGS/ncu_$name.txt" 2>> "$LOGS/ncu_$name.err"
   # The call whole by ncu: app-range replay, each call's range opened by NCU_PAD_US of spin with the
   # call queued behind it, a range of the spin alone before it (ncu_package.py PAD_US); the table's
-  # "range us" column. NCU_PADDED=auto (the default): for a package whose call launched more than
-  # one kernel at some shape by the run above; "all" for every package, "none" for none.
+  # "range us" column. NCU_PADDED=auto: for a package whose call launched more than one kernel at
+  # some shape by the run above; "all" for every package; "none" (the default until a run shows the
+  # method holds: docs/GPU.md, session 32) for none.
   several=$(awk -v c="$NCU_CALLS" '$3 > c { n++ } END { print n + 0 }' "$LOGS/ncu_$name.txt" 2>/dev/null)
-  if [ "${NCU_PADDED:-auto}" = all ] || { [ "${NCU_PADDED:-auto}" = auto ] && [ "${several:-0}" -gt 0 ]; }; then
+  if [ "${NCU_PADDED:-none}" = all ] || { [ "${NCU_PADDED:-none}" = auto ] && [ "${several:-0}" -gt 0 ]; }; then
     RANGE=1 PAD_US=${NCU_PAD_US:-3000} timeout 240 "$NCU" --clock-control none --cache-control all --replay-mode app-range \
       --metrics gpu__time_duration.sum --csv "$PY" scripts/gpu/ncu_package.py "catalog/tasks/$task/task.json" "$dir/src" \
       "$NCU_CALLS" > "$LOGS/ncu_${name}_padded.csv" 2> "$LOGS/ncu_${name}_padded.err"
