@@ -372,8 +372,14 @@ TEST_F(WorkerTest, ASubmissionsOwnHarnessNeverRuns) {
 TEST_F(WorkerTest, AnAcceptLandingDuringTheMeasurementIsMeasuredAgainstNotOverwritten) {
   const std::string before = head();
   // While the fused candidate is measured against the slow incumbent, another
-  // submission (a different slow source) is accepted into the same kernel.
-  const std::string other_src = std::string(kSlow) + "# another contributor's version\n";
+  // submission (a different slow source) is accepted into the same kernel. The
+  // second measurement decides, so the other source is far slower still. A pair's
+  // four fast calls fit inside one scheduler stall of a loaded 2-core machine:
+  // against kSlow (22x slower here) 7 of 25 pairs flipped once under the full
+  // suite at -j2 (session 32), one past the sign test's bar; against ten times
+  // the work (196x) a stall would have to outlast the slow side's whole batch.
+  const std::string other_src = std::string(kSlow).replace(std::string(kSlow).find("range(40)"), 9, "range(400)") +
+                                "# another contributor's version\n";
   std::string other_commit;
   std::vector<std::string> lines;
   auto log = o.log;
