@@ -32,6 +32,10 @@
 # It also writes the catalog table's eager, solutions and ncu parts ($OUT/*.jsonl; catalog_table.py fidelity-parts).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
+case "${NCU_PADDED:-none}" in
+  none|auto|all) ;;
+  *) echo "fidelity.sh: NCU_PADDED must be none, auto or all (got '$NCU_PADDED')" >&2; exit 2 ;;
+esac
 OUT=${OUT:-/tmp/kzoo-fidelity-out}; mkdir -p "$OUT"
 LOGS=${LOGS:-$(mktemp -d /tmp/kzoo-fidelity.XXXXXX)}; mkdir -p "$LOGS"
 PY=${KZOO_PYTHON:-/opt/torch/.venv/bin/python3}
