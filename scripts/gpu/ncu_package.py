@@ -26,10 +26,10 @@ call as one workload, first kernel to last, idle gaps between them included -- w
 several kernels costs the device, which the summed kernel times (the default mode) leave out
 (docs/PERF.md, "Fidelity, session 22"). ncu_sum.py --ranges CALLS splits its rows.
 
-With RANGE=1 and PAD_US=N as well, each call's range opens with N microseconds of a spin kernel
-timed by the device's global timer and the call's launches queue behind it, as the judge's launch pad makes them; a range
-holding the same spin alone comes just before each call's, and ncu_sum.py --padded-ranges CALLS
-takes the median of the differences. Why: without the pad, a range's clock starts while the
+With RANGE=1 and PAD_US=N as well, each call's range opens with N microseconds of the judge's
+own launch pad (kzoo_judge/pad.py: the whole device held, timed by its global timer) and the
+call's launches queue behind it; a range holding the pad alone comes just before each call's,
+and ncu_sum.py --padded-ranges CALLS takes the median of the differences. Why: without the pad, a range's clock starts while the
 host is still launching the call's kernels through ncu's interception (1.0-1.7 ms of the ranges
 session 23 read), which no call in the judge pays; with it, the range holds the call as the
 device runs it -- its kernels back to back, the idle gaps between them, a previous kernel's L2
@@ -44,6 +44,7 @@ import torch  # noqa: E402
 
 from eager_package import load, sleep_cycles_per_us  # noqa: E402
 from kzoo_judge import inputs  # noqa: E402
+from kzoo_judge.pad import ExclusivePad  # noqa: E402
 
 
 def main():
@@ -62,7 +63,7 @@ def main():
         torch.cuda.synchronize()
         cudart = torch.cuda.cudart()
         if os.environ.get("RANGE") == "1" and pad_us > 0:
-            padded_ranges(fn, sets[2:], cudart, int(pad_us * 1000))
+            padded_ranges(fn, sets[2:], cudart, pad_us)
         elif os.environ.get("RANGE") == "1":
             ranges(fn, sets[2:], cudart, warm_cycles)
         else:
@@ -104,36 +105,23 @@ def ranges(fn, sets, cudart, warm_cycles):
         torch.cuda.synchronize()
 
 
-def _spin_ns():
-    """A one-thread kernel that spins until `ns` nanoseconds of the device's global timer have
-    passed: a pad of fixed duration whatever the SM clock. (torch.cuda._sleep counts SM cycles:
-    under ncu's range replay each range starts at whatever clock ncu's own idle left, and a
-    3000 us pad of cycles read 2980-3800 us from range to range on the H200, session 32.)"""
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def spin(ns):
-        start = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
-        now = start
-        while now - start < ns:
-            now = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False,
-                                            pack=1)
-
-    return lambda ns: spin[(1,)](ns, num_warps=1)
-
-
-def padded_ranges(fn, sets, cudart, pad_ns):
-    """Per call two ranges: the spin alone, then the spin with the call queued behind it. The
-    spin lasts a fixed time by the global timer, so both ranges of a pair hold the same pad;
-    the device is synchronised outside every range."""
-    spin = _spin_ns()
-    spin(1000)  # compiled here, outside every range
-    torch.cuda.synchronize()
+def padded_ranges(fn, sets, cudart, pad_us):
+    """Per call two ranges: the pad alone, then the pad with the call queued behind it. The pad
+    is the judge's own (pad.ExclusivePad: every thread slot of every SM until its start plus
+    `pad_us` on the device's global timer), so both ranges of a pair hold the same pad whatever
+    the SM clock. (torch.cuda._sleep counts SM cycles: under ncu's range replay each range
+    starts at whatever clock ncu's own idle left, and a 3000 us pad of cycles read 2980-3800 us
+    from range to range on the H200, session 32.) The device is synchronised outside every range."""
+    pad, why = ExclusivePad.load()  # loaded here, outside every range
+    if pad is None:
+        raise SystemExit("ncu_package.py: the judge's pad did not load: %s" % why)
+    stream = torch.cuda.current_stream().cuda_stream
     for s in sets:
         for call in (False, True):
             cudart.cudaProfilerStart()
-            spin(pad_ns)
+            why = pad.launch(pad_us, stream)
+            if why:
+                raise SystemExit("ncu_package.py: %s" % why)
             if call:
                 fn(*s)
             cudart.cudaProfilerStop()

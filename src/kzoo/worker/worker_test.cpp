@@ -378,8 +378,9 @@ TEST_F(WorkerTest, AnAcceptLandingDuringTheMeasurementIsMeasuredAgainstNotOverwr
   // against kSlow (22x slower here) 7 of 25 pairs flipped once under the full
   // suite at -j2 (session 32), one past the sign test's bar; against ten times
   // the work (196x) a stall would have to outlast the slow side's whole batch.
-  const std::string other_src = std::string(kSlow).replace(std::string(kSlow).find("range(40)"), 9, "range(400)") +
-                                "# another contributor's version\n";
+  std::string other_src = kSlow;
+  other_src.replace(other_src.find("range(40)"), 9, "range(400)");
+  other_src += "# another contributor's version\n";
   std::string other_commit;
   std::vector<std::string> lines;
   auto log = o.log;
