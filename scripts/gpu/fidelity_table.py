@@ -17,8 +17,8 @@ difference; beyond it, the kernels themselves run slower back to back (a previou
 L2 lines, the clock) than under ncu's replay.
 
 A third reference, where fidelity.sh ran it (NCU_PADDED): Nsight Compute's own figure for the call
-whole ("range us"), app-range replay of each call behind a spin that lets its launches queue, the
-spin alone subtracted (ncu_package.py PAD_US). It holds what the summed kernel times leave out,
+whole ("range us"), app-range replay of each call behind the judge's launch pad, which lets its
+launches queue, the pad alone subtracted (ncu_package.py PAD_US). It holds what the summed kernel times leave out,
 measured by ncu rather than by the CUPTI records the judge also reads.
 
 Reads LOGS (fidelity.sh's): grade_NAME.json (and grade_NAME_r2/_r3.json, the repeats),
@@ -187,7 +187,7 @@ def table(logs, ncu_calls, ncu_mode):
                     "(the device's idle gaps between kernels are the difference); the rest run slower back to back "
                     "than under ncu's replay" % (n["multi_off_sum"], n["multi_off_sum_ok"]))
     if n["range"]:
-        tail.append("against ncu's figure for the call whole (range us, behind a spin): %d of %d cases within 1%%; of the "
+        tail.append("against ncu's figure for the call whole (range us, behind the judge's pad): %d of %d cases within 1%%; of the "
                     "calls of several kernels off ncu's summed kernels by more than 1%%, %d within 1%% of it"
                     % (n["range_ok"], n["range"], n["multi_off_range_ok"]))
     return "\n".join([head, "-" * len(head)] + rows + tail + clock_rows)

@@ -10,9 +10,9 @@ Usage: python3 ncu_sum.py NCU_CSV CALLS [--kernels] [--by-marker | --ranges]
       median range per call (a range's duration holds the idle gaps between its kernels) and
       KERNELS = 1. The rows are taken by position, not by name (a range's name column is ncu's).
   --padded-ranges: the run is ncu_package.py's with RANGE=1 and PAD_US under app-range replay:
-      per shape CALLS pairs of ranges, the spin alone then the spin and the call; the same
+      per shape CALLS pairs of ranges, the pad alone then the pad and the call; the same
       lines, the median of the pairs' differences per call (KERNELS = 1), and on stderr how far
-      the spin-alone ranges spread (the pad's own noise, which every difference carries).
+      the pad-alone ranges spread (the pad's own noise, which every difference carries).
   --clocks: the run is ncu_package.py's with CLOCK_METRIC among its metrics (fidelity.sh
       NCU_CLOCKS=1): one line per segment, "INDEX MHZ_MEDIAN MHZ_MIN MHZ_MAX", the SM clock each
       kernel ran at. Why: the judge times calls on a warm device (its pad), ncu replays each

@@ -118,7 +118,7 @@ class TheTable(unittest.TestCase):
         self.assertEqual((r["diff"], r["range"], r["vs_range"]), ("+11.11%", "900.0", "+11.11%"))
         r = row_of(text, "eager_softmax", "graded-0")
         self.assertEqual((r["range"], r["vs_range"]), ("-", "-"))
-        self.assertIn("against ncu's figure for the call whole (range us, behind a spin): 1 of 2 cases within 1%; of the "
+        self.assertIn("against ncu's figure for the call whole (range us, behind the judge's pad): 1 of 2 cases within 1%; of the "
                       "calls of several kernels off ncu's summed kernels by more than 1%, 1 within 1% of it", text)
 
     def test_each_package_reads_its_own_spans_from_the_one_run(self):
