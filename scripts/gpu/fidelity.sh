@@ -20,7 +20,8 @@
 #   on the H200 in session 23 it read 9-17% above the judge's stream windows, ncu's own range
 #   overhead inside: not a reference); NCU_PADDED=none|auto|all (default none; auto: a package whose
 #   call launches several kernels is also timed whole by ncu, each range opened by NCU_PAD_US (3000)
-#   of the judge's launch pad so that the launches queue as in the judge, the pad alone subtracted: "range us"); NCU_CLOCKS=1 (ncu also reads each kernel's SM clock,
+#   of the judge's launch pad so that the launches queue as in the judge, the pad alone subtracted: "range us";
+#   the table grades such a call against it where its pairs agree within 1%, "ref" range); NCU_CLOCKS=1 (ncu also reads each kernel's SM clock,
 #   sm__cycles_elapsed.avg.per_second: the table's last lines, per case, beside the judge's
 #   figure; with CLOCKS=1 nvidia-smi's during the grade is in clocks_NAME.csv); JUDGE_OPTIONS (a JSON object for `kzoo grade --judge-options`, e.g.
 #   '{"trace": true}': every timed batch's figures in the grade logs, with its Unix time, and
@@ -129,7 +130,8 @@ while read -r kind task dir; do
   "$PY" scripts/gpu/ncu_sum.py "$LOGS/ncu_$name.csv" "$NCU_CALLS" "$NCU_SPLIT" > "$LOGS/ncu_$name.txt" 2>> "$LOGS/ncu_$name.err"
   # The call whole by ncu: app-range replay, each call's range opened by NCU_PAD_US of the judge's pad with the
   # call queued behind it, a range of the pad alone before it (ncu_package.py PAD_US); the table's
-  # "range us" column. NCU_PADDED=auto: for a package whose call launched more than one kernel at
+  # "range us" column, and the count's reference for a call of several kernels where its pairs' differences
+  # agree within 1% (ncu_sum.py's fourth field; fidelity_table.py RANGE_STEADY). NCU_PADDED=auto: for a package whose call launched more than one kernel at
   # some shape by the run above; "all" for every package; "none" (the default until a run shows the
   # method holds: docs/GPU.md, session 32) for none.
   several=$(awk -v c="$NCU_CALLS" '$3 > c { n++ } END { print n + 0 }' "$LOGS/ncu_$name.txt" 2>/dev/null)

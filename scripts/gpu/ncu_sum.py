@@ -11,8 +11,10 @@ Usage: python3 ncu_sum.py NCU_CSV CALLS [--kernels] [--by-marker | --ranges]
       KERNELS = 1. The rows are taken by position, not by name (a range's name column is ncu's).
   --padded-ranges: the run is ncu_package.py's with RANGE=1 and PAD_US under app-range replay:
       per shape CALLS pairs of ranges, the pad alone then the pad and the call; the same
-      lines, the median of the pairs' differences per call (KERNELS = 1), and on stderr how far
-      the pad-alone ranges spread (the pad's own noise, which every difference carries).
+      lines, the median of the pairs' differences per call (KERNELS = 1), then a fourth field:
+      how far those differences spread, (most - least) / median in percent (whether the figure
+      is steady enough to grade against); on stderr how far the pad-alone ranges spread (the
+      pad's own noise, which every difference carries).
   --clocks: the run is ncu_package.py's with CLOCK_METRIC among its metrics (fidelity.sh
       NCU_CLOCKS=1): one line per segment, "INDEX MHZ_MEDIAN MHZ_MIN MHZ_MAX", the SM clock each
       kernel ran at. Why: the judge times calls on a warm device (its pad), ncu replays each
@@ -100,7 +102,8 @@ def by_range(path, calls):
 
 
 def by_padded_range(path, calls, report=None):
-    """[(median of (pad + call) - pad us, 1)] per shape: rows in groups of CALLS pairs."""
+    """[(median of (pad + call) - pad us, 1, spread of those differences in percent of it)] per
+    shape: rows in groups of CALLS pairs."""
     durations = [ns for _, ns in rows(path)]
     if not durations or len(durations) % (2 * calls):
         raise SystemExit("ncu_sum.py: %d ranges in %s is not a whole number of shapes of %d pairs" % (
@@ -110,7 +113,9 @@ def by_padded_range(path, calls, report=None):
         group = durations[i:i + 2 * calls]
         pads, padded = group[0::2], group[1::2]
         diffs = sorted(b - a for a, b in zip(pads, padded))
-        out.append((diffs[len(diffs) // 2] / 1e3, 1))
+        median = diffs[len(diffs) // 2]
+        spread = (diffs[-1] - diffs[0]) / median * 100 if median > 0 else float("inf")
+        out.append((median / 1e3, 1, spread))
         if report:
             report("shape %d: pad alone %.1f-%.1f us (spread %.2f us) across %d ranges" % (
                 i // (2 * calls), min(pads) / 1e3, max(pads) / 1e3, (max(pads) - min(pads)) / 1e3, calls))
@@ -124,10 +129,12 @@ def main():
             print("%d %.0f %.0f %.0f" % (i, med, lo, hi))
         return
     if "--padded-ranges" in sys.argv[3:]:
-        figures = by_padded_range(path, calls, lambda line: print("ncu_sum.py: " + line, file=sys.stderr))
-    else:
-        split = by_range if "--ranges" in sys.argv[3:] else by_marker if "--by-marker" in sys.argv[3:] else None
-        figures = split(path, calls) if split else None
+        for i, (us, n, spread) in enumerate(by_padded_range(path, calls, lambda line: print("ncu_sum.py: " + line,
+                                                                                             file=sys.stderr))):
+            print("%d %.3f %d %.2f" % (i, us, n, spread))
+        return
+    split = by_range if "--ranges" in sys.argv[3:] else by_marker if "--by-marker" in sys.argv[3:] else None
+    figures = split(path, calls) if split else None
     if figures is not None:
         for i, (us, n) in enumerate(figures):
             print("%d %.3f %d" % (i, us, n))

@@ -37,8 +37,11 @@ class Logs:
     def ncu(self, name, rows):  # (us a call, kernels over the profiled calls) per shape
         self.write("ncu_%s.txt" % name, "".join("%d %s %d\n" % (i, us, k) for i, (us, k) in enumerate(rows)))
 
-    def ncu_padded(self, name, rows):  # ncu_sum.py --padded-ranges: us a call per shape
-        self.write("ncu_%s_padded.txt" % name, "".join("%d %s 1\n" % (i, us) for i, us in enumerate(rows)))
+    def ncu_padded(self, name, rows):
+        """ncu_sum.py --padded-ranges: per shape (us a call, spread in percent), or us alone as a run
+        before the spread was printed wrote it."""
+        self.write("ncu_%s_padded.txt" % name, "".join(
+            "%d %s 1 %s\n" % ((i,) + r) if isinstance(r, tuple) else "%d %s 1\n" % (i, r) for i, r in enumerate(rows)))
 
     def spans(self, name, lines):
         """kernel_span.py's lines for package `name`, appended to the run's one file, named by its source folder."""
@@ -54,7 +57,7 @@ def row_of(text, name, case):
         cols = [c.strip() for c in line.split("|")]
         if cols[:2] == [name, case]:
             return dict(zip(("package", "case", "ncu", "judge", "diff", "kernels", "span", "vs_span", "sum", "sum_ncu",
-                                 "range", "vs_range", "runs", "grade"), cols))
+                                 "range", "vs_range", "range_spread", "ref", "runs", "grade"), cols))
     raise AssertionError("no row %s %s in\n%s" % (name, case, text))
 
 
@@ -120,6 +123,35 @@ class TheTable(unittest.TestCase):
         self.assertEqual((r["range"], r["vs_range"]), ("-", "-"))
         self.assertIn("against ncu's figure for the call whole (range us, behind the judge's pad): 1 of 2 cases within 1%; of the "
                       "calls of several kernels off ncu's summed kernels by more than 1%, 1 within 1% of it", text)
+        # a range without its spread (a run before ncu_sum.py printed it) is shown, never counted
+        self.assertEqual((r["range_spread"], r["ref"]), ("-", "kernels"))
+        self.assertIn("fidelity: 1 of 3 cases within 1% of ncu", text)
+        self.assertNotIn("ncu's figure there", text)
+
+    def test_a_steady_range_is_the_reference_of_a_call_of_several_kernels_only(self):
+        # rotary (19 kernels a call): shape 0's range steady (0.4%) and the judge 0.3% over it: counted
+        # within; shape 1's range spread 6% (a noisy pad): counted against the summed kernels, off.
+        # softmax (one kernel): its range is shown, but ncu's kernel replay stays its reference.
+        self.logs.grade("eager_rotary", [5485.0, 1000.0])
+        self.logs.ncu("eager_rotary", [(5000.0, 95), (900.0, 95)])
+        self.logs.ncu_padded("eager_rotary", [(5468.6, 0.4), (1000.0, 6.0)])
+        self.logs.grade("eager_softmax", [1020.0])
+        self.logs.ncu("eager_softmax", [(1000.0, 5)])
+        self.logs.ncu_padded("eager_softmax", [(1020.0, 0.1)])
+        text = ft.table(self.logs.dir, 5, "kernels")
+        r = row_of(text, "eager_rotary", "graded-0")
+        self.assertEqual((r["diff"], r["vs_range"], r["range_spread"], r["ref"]), ("+9.70%", "+0.30%", "0.40%", "range"))
+        r = row_of(text, "eager_rotary", "graded-1")
+        self.assertEqual((r["vs_range"], r["range_spread"], r["ref"]), ("+0.00%", "6.00%", "kernels"))
+        r = row_of(text, "eager_softmax", "graded-0")
+        self.assertEqual((r["diff"], r["vs_range"], r["ref"]), ("+2.00%", "+0.00%", "kernels"))
+        self.assertIn("fidelity: 1 of 3 cases within 1% of ncu; repeats: 0 of 0", text)
+        self.assertIn("ncu's figure there (ref): the call whole (range us) for 1 calls of several kernels whose padded "
+                      "ranges agreed within 1% (range ±), the summed kernels for the rest; against the summed kernels "
+                      "alone: 0 of 3 cases within 1%", text)
+        # accept.sh reads fields 2, 4, 11 and 13 of the count line
+        last = [l for l in text.splitlines() if l.startswith("fidelity: ")][-1].split()
+        self.assertEqual((last[1], last[3], last[10], last[12]), ("1", "3", "0", "0"))
 
     def test_each_package_reads_its_own_spans_from_the_one_run(self):
         for name, judge, span in (("eager_softmax", 1000.0, 990.0), ("eager_layernorm", 600.0, 600.0)):

@@ -4,6 +4,8 @@ ncu_package.py's marker kernels, or (RANGE=1 under app-range replay) one range p
 Run from scripts/gpu: python3 -m unittest -v test_ncu_sum
 """
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -50,8 +52,20 @@ class ByPaddedRange(unittest.TestCase):
                          ("r", "3000", "usecond"), ("r", "3400", "usecond")])
         self.addCleanup(os.unlink, path)
         lines = []
-        self.assertEqual(ncu_sum.by_padded_range(path, 3, lines.append), [(5000.0, 1), (500.0, 1)])
+        # the differences: 5000, 5010, 4995 (spread 15 us, 0.30%); 500, 600, 400 (40%)
+        self.assertEqual(ncu_sum.by_padded_range(path, 3, lines.append), [(5000.0, 1, 0.3), (500.0, 1, 40.0)])
         self.assertEqual(lines[0], "shape 0: pad alone 2990.0-3010.0 us (spread 20.00 us) across 3 ranges")
+
+    def test_the_command_prints_index_figure_kernels_and_spread(self):
+        # fidelity_table.py reads these four fields; the pad's spread goes to stderr
+        path = csv_file([("r", "3000", "usecond"), ("r", "3500", "usecond"),
+                         ("r", "3002", "usecond"), ("r", "3504", "usecond")])
+        self.addCleanup(os.unlink, path)
+        here = os.path.dirname(os.path.abspath(__file__))
+        run = subprocess.run([sys.executable, os.path.join(here, "ncu_sum.py"), path, "2", "--padded-ranges"],
+                             capture_output=True, text=True, check=True)
+        self.assertEqual(run.stdout, "0 502.000 1 0.40\n")
+        self.assertIn("pad alone 3000.0-3002.0 us (spread 2.00 us) across 2 ranges", run.stderr)
 
     def test_rows_that_are_not_whole_pairs_of_every_call_are_refused(self):
         path = csv_file([("r", "3000", "usecond"), ("r", "8000", "usecond"), ("r", "3000", "usecond")])
