@@ -38,6 +38,8 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # the catalog modules it loads stay without __pycache__ (kzoo validate refuses one)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 SOLUTION = os.path.join(ROOT, "catalog", "solutions", "gpu", "h200", "gemm", "blockscale", "fp8",

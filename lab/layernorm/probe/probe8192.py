@@ -23,6 +23,8 @@ import torch
 import triton
 import triton.language as tl
 
+sys.dont_write_bytecode = True  # the catalog modules it loads stay without __pycache__ (kzoo validate refuses one)
+
 EPS = 1e-5
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
 
