@@ -2,8 +2,8 @@
 # Issue 20's lab bench (lab/fp8-blockscale-gemm/NOTES.md): fp8-blockscale-gemm candidates, each
 # checked at every correctness and graded shape against the comparator and the board's
 # elementwise bound and timed at every graded shape (catalog_helper.py lab) beside the eager
-# baseline; "$SOL" is the catalog solution (round 8's epi, since 505b55e). Open: round 12's dp128
-# (FP8_CANDS=dp128: two partials in flight per consumer warpgroup, NOTES.md). Round 10 (c128,
+# baseline; "$SOL" is the catalog solution (round 8's epi, since 505b55e). Open: round 12's dp128 and
+# round 13's rs3 (FP8_CANDS="dp128 rs3": two partials in flight per consumer warpgroup, NOTES.md). Round 10 (c128,
 # c128_mc0: cuBLAS's tile, ring and cluster) ran in session 24 and lost 14-19% (NOTES.md,
 # "Round 10 on the H200"; sources at 79a7e78:lab/fp8-blockscale-gemm/). Candidates run in a step
 # of their own after the step that times the solution alone, so a hang costs only their lines.
