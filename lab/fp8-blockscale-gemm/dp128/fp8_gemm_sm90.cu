@@ -247,33 +247,27 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
     auto desc_a = [&](int kb) { return sw128_desc(base + ((it0 + kb) % STAGES) * STAGE_BYTES + cw * 64 * BK); };
     auto desc_b = [&](int kb) { return sw128_desc(base + ((it0 + kb) % STAGES) * STAGE_BYTES + A_BYTES); };
 
+    // A k-block's two scale products (rows 0 and 1).
+    auto scales = [&](int kb, float& s0, float& s1) {
+      const float b = __ldg(B_scale + ob + kb);
+      s0 = __ldg(A_scale + oa0 + kb) * b;
+      s1 = __ldg(A_scale + oa1 + kb) * b;
+    };
     full(0);
     issue(pa, desc_a(0), desc_b(0));
-    {
-      const float b0 = __ldg(B_scale + ob);
-      xa = __ldg(A_scale + oa0) * b0;
-      xb = __ldg(A_scale + oa1) * b0;
-    }
+    scales(0, xa, xb);
     int kb = 0;
     for (; kb + 2 < nkb; kb += 2) {
       full(kb + 1);
       issue(pb, desc_a(kb + 1), desc_b(kb + 1));
-      {
-        const float b1 = __ldg(B_scale + ob + kb + 1);
-        ya = __ldg(A_scale + oa0 + kb + 1) * b1;
-        yb = __ldg(A_scale + oa1 + kb + 1) * b1;
-      }
+      scales(kb + 1, ya, yb);
       wg_wait<1>();  // pa's k-block complete; pb's in flight
       release(kb);
       promote(acc, pa, xa, xb);
 
       full(kb + 2);
       issue(pa, desc_a(kb + 2), desc_b(kb + 2));
-      {
-        const float b2 = __ldg(B_scale + ob + kb + 2);
-        xa = __ldg(A_scale + oa0 + kb + 2) * b2;
-        xb = __ldg(A_scale + oa1 + kb + 2) * b2;
-      }
+      scales(kb + 2, xa, xb);
       wg_wait<1>();  // pb's k-block complete; pa's in flight
       release(kb + 1);
       promote(acc, pb, ya, yb);
@@ -282,11 +276,7 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
     if (kb + 1 < nkb) {
       full(kb + 1);
       issue(pb, desc_a(kb + 1), desc_b(kb + 1));
-      {
-        const float b1 = __ldg(B_scale + ob + kb + 1);
-        ya = __ldg(A_scale + oa0 + kb + 1) * b1;
-        yb = __ldg(A_scale + oa1 + kb + 1) * b1;
-      }
+      scales(kb + 1, ya, yb);
       wg_wait<1>();
       release(kb);
       promote(acc, pa, xa, xb);

@@ -278,12 +278,16 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
     // alternate partials (p0, p1). Unrolled by two k-blocks (six groups) so that every register
     // array keeps one role; on entry and at the back edge group 0 of k-block k is in flight in p0
     // reading a0.
+    // A k-block's first touch: its stage full, its A in registers, its scales loaded.
+    auto open_kblock = [&](int kb, uint32_t (&a)[4][4], float (&sc)[4]) {
+      full(kb);
+      load_a(kb, a);
+      scales(kb, sc);
+    };
     uint32_t a0r[4][4], a1r[4][4];
     float p0[32], p1[32];
     float sk[4], sn[4];
-    full(0);
-    load_a(0, a0r);
-    scales(0, sk);
+    open_kblock(0, a0r, sk);
     issue(p0, a0r, bdesc(0, 0));
     int k = 0;
     for (; k + 2 < nkb; k += 2) {
@@ -293,9 +297,7 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
       issue(p0, a0r, bdesc(k, 2));
       wg_wait<1>();
       promote<1>(acc, p1, sk[0] * b_of(1, sk), sk[1] * b_of(1, sk));
-      full(k + 1);
-      load_a(k + 1, a1r);
-      scales(k + 1, sn);
+      open_kblock(k + 1, a1r, sn);
       issue(p1, a1r, bdesc(k + 1, 0));
       wg_wait<1>();
       release(k);  // k's three groups complete: its stage may be refilled
@@ -306,9 +308,7 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
       issue(p1, a1r, bdesc(k + 1, 2));
       wg_wait<1>();
       promote<1>(acc, p0, sn[0] * b_of(1, sn), sn[1] * b_of(1, sn));
-      full(k + 2);
-      load_a(k + 2, a0r);
-      scales(k + 2, sk);
+      open_kblock(k + 2, a0r, sk);
       issue(p0, a0r, bdesc(k + 2, 0));
       wg_wait<1>();
       release(k + 1);
@@ -322,9 +322,7 @@ fp8_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__
     wg_wait<1>();
     promote<1>(acc, p1, sk[0] * b_of(1, sk), sk[1] * b_of(1, sk));
     if (k + 1 < nkb) {
-      full(k + 1);
-      load_a(k + 1, a1r);
-      scales(k + 1, sn);
+      open_kblock(k + 1, a1r, sn);
       issue(p1, a1r, bdesc(k + 1, 0));
       wg_wait<1>();
       release(k);
