@@ -149,6 +149,11 @@ class TheTable(unittest.TestCase):
         self.assertIn("ncu's figure there (ref): the call whole (range us) for 1 calls of several kernels whose padded "
                       "ranges agreed within 1% (range ±), the summed kernels for the rest; against the summed kernels "
                       "alone: 0 of 3 cases within 1%", text)
+        # a range whose pairs could not be told from the pad (ncu_sum.py prints inf) is not steady
+        self.logs.ncu_padded("eager_rotary", [(5468.6, "inf"), (1000.0, 6.0)])
+        text2 = ft.table(self.logs.dir, 5, "kernels")
+        self.assertEqual(row_of(text2, "eager_rotary", "graded-0")["ref"], "kernels")
+        self.assertIn("fidelity: 0 of 3 cases within 1% of ncu", text2)
         # accept.sh reads fields 2, 4, 11 and 13 of the count line
         last = [l for l in text.splitlines() if l.startswith("fidelity: ")][-1].split()
         self.assertEqual((last[1], last[3], last[10], last[12]), ("1", "3", "0", "0"))

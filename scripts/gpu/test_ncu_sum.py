@@ -67,6 +67,15 @@ class ByPaddedRange(unittest.TestCase):
         self.assertEqual(run.stdout, "0 502.000 1 0.40\n")
         self.assertIn("pad alone 3000.0-3002.0 us (spread 2.00 us) across 2 ranges", run.stderr)
 
+    def test_a_call_no_longer_than_the_pad_alone_has_no_finite_spread(self):
+        # noise larger than the call: the figure is printed, and its spread says it is not steady
+        path = csv_file([("r", "3000", "usecond"), ("r", "2990", "usecond"),
+                         ("r", "3000", "usecond"), ("r", "3000", "usecond")])
+        self.addCleanup(os.unlink, path)
+        (us, n, spread), = ncu_sum.by_padded_range(path, 2)
+        self.assertEqual((us, n), (0.0, 1))
+        self.assertEqual(spread, float("inf"))
+
     def test_rows_that_are_not_whole_pairs_of_every_call_are_refused(self):
         path = csv_file([("r", "3000", "usecond"), ("r", "8000", "usecond"), ("r", "3000", "usecond")])
         self.addCleanup(os.unlink, path)
