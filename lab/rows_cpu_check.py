@@ -1,6 +1,6 @@
 """CPU check of the row kernels' candidates (layernorm, rmsnorm-residual) where no GPU and no
 Triton are: the kernels' own Python bodies run under a small CPU model of the part of
-triton.language they use (1-D blocks; pointers are a flat tensor plus int64 offsets), one
+triton.language they use (1-D blocks, and [1, R] ones; pointers are a flat tensor plus int64 offsets), one
 program after another, and the host functions run as written (grid sizing included) with
 Triton's compile-time facts stubbed (`warmup` returns a kernel with the registers and shared
 memory a profile gives; the device is an H200's 132 SMs, 64 K registers, 227 KB).
@@ -173,9 +173,11 @@ def sum(x, axis=0):  # noqa: A001 - tl.sum
 
 
 def reduce(vals, axis, fn):
-    # a pairwise tree (the model's fixed order; the GPU's differs, equally for every variant)
+    # a pairwise tree (the model's fixed order; the GPU's differs, equally for every variant) along
+    # `axis`, which is moved first (a [1, R] block reduced along 1, as inductor's form does)
     single = not isinstance(vals, tuple)
     vals = (vals,) if single else tuple(vals)
+    vals = tuple(v.movedim(axis, 0) for v in vals)
     while vals[0].shape[0] > 1:
         n = vals[0].shape[0]
         assert n % 2 == 0, "blocks are powers of two"

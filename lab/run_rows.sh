@@ -58,7 +58,8 @@ fi
 #    and 2048-column tiles at 8192) lost 19-33% (session 23; d52bdce:lab/layernorm/w16).
 #    Round 8's cuda1 (CUDA C++, persistent CTAs) lost 9% at 8192 (session 24; fe3b8f2:lab/layernorm/cuda1).
 #    Round 9 (session 31; 4c65222:lab/layernorm/{indc,w16r}): indc won at 16384 and is in the solution;
-#    w16r lost. LN_CANDS=",DIR,..." adds candidates beside the solution.
+#    w16r lost. LN_CANDS=",DIR,..." adds candidates beside the solution. Round 11 (session 33, not
+#    run): LN_CANDS=",lab/layernorm/ind2d" (torch.compile's 2-D int32 form at 8192).
 if run layernorm; then
 timeout -k 3 70 "$PY" $L/rows_lab.py --calls 20 --seeds 1 \
   "$T/layernorm:60:$S/norm/layernorm/bf16/layernorm_eager/src${LN_CANDS:-}" \
