@@ -2,7 +2,8 @@
 # Issues 19-20's kernel labs in one device call, each winner then graded in the catalog's place.
 # For each bench of BENCHES (default "gemm bf16 decode"): run it (gemm: lab/run_gemm.sh, its
 # FP8_CANDS; bf16: lab/run_bf16.sh, the CUDA C++ base cuda1 and any open round; rows: lab/run_rows.sh's
-# ROWS_GROUPS (default layernorm and rmsnorm-residual; session 24 ran round 8's cuda1 there); decode: the paged-decode solution beside
+# ROWS_GROUPS (default layernorm and rmsnorm-residual; session 24 ran round 8's cuda1 there); prefill: the
+# flash-attention-prefill solution beside PREFILL_CANDS, folders under lab/flash-attention-prefill/; decode: the paged-decode solution beside
 # DECODE_CANDS, folders under lab/paged-attention-decode/; session 23 ran fp8 round 9, cuda1 and
 # cufd, which became the decode solution), pick the winner (lab/pick.py: correct everywhere, geomean 1% under the
 # solution's events, no shape 1% slower), copy it over the solution's src/ -- in this tree, which on
@@ -59,6 +60,16 @@ for b in ${BENCHES:-gemm bf16 decode}; do
               *) echo "rows: $g has no promotion here" >>"$O/summary.txt" ;;
             esac
         done ;;
+      prefill)
+        # PREFILL_CANDS="NAME ..." (folders under lab/flash-attention-prefill/) beside the solution;
+        # each CUDA C++ candidate builds at import (~15 s).
+        mkdir -p "$O/prefill"
+        pc=(); for c in ${PREFILL_CANDS:-}; do pc+=("lab/flash-attention-prefill/$c"); done
+        [ ${#pc[@]} -gt 0 ] || { echo "prefill: no PREFILL_CANDS" >>"$O/summary.txt"; continue; }
+        timeout -k 2 150 "$PY" scripts/gpu/catalog_helper.py lab catalog/tasks/flash-attention-prefill \
+            $S/attention/flash_prefill/bf16/flash_attention_prefill_eager/src "${pc[@]}" \
+            --calls 20 --deadline-s 140 >"$O/prefill/prefill_cand.jsonl" 2>"$O/prefill/prefill_cand.stderr"
+        promote flash-attention-prefill $S/attention/flash_prefill/bf16/flash_attention_prefill_eager/src "$O"/prefill/*.jsonl ;;
       decode)
         mkdir -p "$O/decode"
         dc=(); for c in ${DECODE_CANDS:-}; do dc+=("lab/paged-attention-decode/$c"); done
@@ -67,7 +78,7 @@ for b in ${BENCHES:-gemm bf16 decode}; do
             $S/attention/paged_decode/fp8/paged_attention_decode_eager/src "${dc[@]}" \
             --calls 20 --deadline-s 93 >"$O/decode/decode_cand.jsonl" 2>"$O/decode/decode_cand.stderr"
         promote paged-attention-decode $S/attention/paged_decode/fp8/paged_attention_decode_eager/src "$O"/decode/*.jsonl ;;
-      *) echo "run_and_grade.sh: unknown bench '$b' (gemm, bf16, rows, decode)" >&2; exit 2 ;;
+      *) echo "run_and_grade.sh: unknown bench '$b' (gemm, bf16, rows, prefill, decode)" >&2; exit 2 ;;
     esac
 done
 echo "total $(( $(date +%s) - T0 )) s" >>"$O/summary.txt"
