@@ -33,6 +33,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -134,8 +135,13 @@ def main():
     with open(os.path.join(SOLUTION, "fp8_gemm_sm90.cu")) as f:
         original = f.read()
     bld = _load(os.path.join(SOLUTION, "_build.py"), "_abl_build")
-    sol_py = _load(os.path.join(SOLUTION, "fp8_blockscale_gemm.py"), "_abl_solution") if not args.build_only else None
-    flags = bld.flags(128, 4) if sol_py is None else bld.flags(sol_py.PROMOTE, sol_py.STAGES)
+    # The solution's build settings, read from its module's text (importing it needs torch).
+    with open(os.path.join(SOLUTION, "fp8_blockscale_gemm.py")) as f:
+        settings = dict(re.findall(r"^(PROMOTE|STAGES) = (\d+)", f.read(), re.M))
+    if set(settings) != {"PROMOTE", "STAGES"}:
+        raise SystemExit("abl_probe.py: the solution's module no longer sets PROMOTE and STAGES: follow it")
+    flags = bld.flags(int(settings["PROMOTE"]), int(settings["STAGES"]))
+    sol_py = None if args.build_only else _load(os.path.join(SOLUTION, "fp8_blockscale_gemm.py"), "_abl_solution")
     texts = {v: source(v, original) for v in names}  # every anchor checked before any build
     digest = hashlib.sha256(original.encode()).hexdigest()[:12]
     folder = tempfile.mkdtemp(prefix="kzoo-fp8-abl-%s-" % digest)
