@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The open device calls of issues 17 and 19-21 (docs/GPU.md, "Session 33"), one per argument, so
+# that a session lent a machine runs `bash lab/next_calls.sh fidelity` (etc.) instead of pasting a
+# long command. Each writes at most eight files under $OUT (what comes back from the device) and
+# prints the lines to read. Run from the repository root on the H200 with .device carried.
+#   fidelity (~290 s, issue 17): ncu's range for a call whole behind the judge's pad, for three eager
+#       packages of several kernels and top-k's solution (NCU_PADDED=all); the pad-alone spread.
+#   fp8 (~450 s, issue 20): abl_probe.py (where the solution's time goes), rs3's smoke test (its
+#       register fragment at nine kernel shapes), then run_and_grade.sh with dp128 and rs3.
+#   rows (under 580 s, issues 21 and 19): the layernorm probe at H = 8192, then run_and_grade.sh
+#       with layernorm's ind2d and the prefill's fa3m.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+PY=${KZOO_PYTHON:-/opt/torch/.venv/bin/python3}
+export KZOO_PYTHON=$PY
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+case "${1:-}" in
+  fidelity)
+    e=$OUT/e t=$OUT/t
+    mkdir -p "$e" "$t"
+    LOGS=$e/logs OUT=$e KINDS=eager ONLY="rotary-embedding silu-and-mul softmax" REPEAT=none \
+      NCU_PADDED=all SPAN_KINDS="" BUDGET_S=150 timeout 200 bash scripts/gpu/fidelity.sh >"$e/run.txt" 2>&1
+    LOGS=$t/logs OUT=$t KINDS=solution ONLY=topk-logits REPEAT=none NCU_PADDED=all SPAN_KINDS="" \
+      timeout 90 bash scripts/gpu/fidelity.sh >"$t/run.txt" 2>&1
+    grep -h "pad alone" "$e"/logs/*padded.err "$t"/logs/*padded.err >"$OUT/pads.txt"
+    cat "$e/fidelity_table.txt" "$t/fidelity_table.txt" >"$OUT/tables.txt"
+    tar czf "$OUT/fidelity.tgz" -C "$OUT" e t && rm -rf "$e" "$t"
+    cat "$OUT/pads.txt"
+    cut -c1-250 "$OUT/tables.txt" ;;
+  fp8)
+    timeout 120 "$PY" lab/fp8-blockscale-gemm/abl_probe.py --out "$OUT/abl" >"$OUT/abl.txt" 2>&1
+    tar czf "$OUT/abl.tgz" -C "$OUT" abl && rm -rf "$OUT/abl"
+    timeout 45 "$PY" lab/fp8-blockscale-gemm/smoke_cuda1.py lab/fp8-blockscale-gemm/rs3 t >"$OUT/smoke_rs3.txt" 2>&1
+    OUT=$OUT/g BENCHES=gemm FP8_CANDS="dp128 rs3" DEADLINE_S=400 bash lab/run_and_grade.sh >"$OUT/rag.txt" 2>&1
+    tar czf "$OUT/rag.tgz" -C "$OUT" g && rm -rf "$OUT/g"
+    grep -v "^ptxas" "$OUT/abl.txt"
+    cat "$OUT/smoke_rs3.txt" "$OUT/rag.txt" ;;
+  rows)
+    timeout 100 "$PY" lab/layernorm/probe/probe8192.py --json "$OUT/probe.jsonl" >"$OUT/probe.txt" 2>&1
+    OUT=$OUT/r BENCHES="rows prefill" ROWS_GROUPS=layernorm LN_CANDS=",lab/layernorm/ind2d" PREFILL_CANDS=fa3m \
+      DEADLINE_S=470 bash lab/run_and_grade.sh >"$OUT/rag.txt" 2>&1
+    tar czf "$OUT/rows.tgz" -C "$OUT" r && rm -rf "$OUT/r"
+    cat "$OUT/probe.txt" "$OUT/rag.txt" ;;
+  *)
+    echo "usage: bash lab/next_calls.sh fidelity|fp8|rows (docs/GPU.md, \"Session 33\")" >&2
+    exit 2 ;;
+esac
