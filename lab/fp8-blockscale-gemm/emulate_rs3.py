@@ -6,7 +6,7 @@
    matrix q's row addresses; lane t receives bytes 4 (t % 4)..+3 of row t / 4 of each matrix),
    with the kernel's lane addressing; every register byte is compared with CUTLASS's
    ALayout_64x32 (m = 16 w + t/4 + 8 v1, k = 4 (t % 4) + v0 + 16 v2, register v1 + 2 v2).
-2. The group schedule: the consumer's control flow transcribed step by step (issue, wait,
+2. The group schedule (and round 12's dp128's, one group a k-block): the consumer's control flow transcribed step by step (issue, wait,
    promote, release, load_a, scales, full) for 1..13 k-blocks, run against a model of wgmma
    groups (committed in order; wait_group n leaves the n newest pending): every (k-block, group)
    issued and promoted once, from a complete partial, with its own k-block's scales and A; no A
@@ -81,8 +81,9 @@ def fragment_check(rng):
 
 # ---- 2. the group schedule ----
 class Model:
-    def __init__(self, nkb):
+    def __init__(self, nkb, groups=3):
         self.nkb = nkb
+        self.groups = groups  # groups a k-block: rs3's three 64-wide ones, dp128's one
         self.pending = []  # (kb, g, partial, abuf) in commit order
         self.partial = {}  # name -> [kb, g, promoted]
         self.abuf = {}     # name -> kb loaded
@@ -108,7 +109,7 @@ class Model:
 
     def scales(self, kb, s):
         old = self.sset.get(s)
-        if old is not None and any((old, g) not in self.promoted for g in range(3)):
+        if old is not None and any((old, g) not in self.promoted for g in range(self.groups)):
             self.err("scales(%d) into %s while k-block %d still needs them" % (kb, s, old))
         self.sset[s] = kb
 
@@ -146,8 +147,8 @@ class Model:
     def release(self, kb):
         if any(x[0] == kb for x in self.pending):
             self.err("release(%d) with a group of it pending" % kb)
-        if any((kb, g) not in self.issued for g in range(3)):
-            self.err("release(%d) before all three of its groups were issued" % kb)
+        if any((kb, g) not in self.issued for g in range(self.groups)):
+            self.err("release(%d) before all of its groups were issued" % kb)
         if self.released and self.released[-1] != kb - 1 or (not self.released and kb != 0):
             self.err("release(%d) out of order after %s" % (kb, self.released[-1:] or "none"))
         if kb in self.released:
@@ -158,7 +159,7 @@ class Model:
         if self.pending:
             self.err("pending at the end: %s" % self.pending)
         for kb in range(self.nkb):
-            for g in range(3):
+            for g in range(self.groups):
                 if (kb, g) not in self.promoted:
                     self.err("(%d, %d) never promoted" % (kb, g))
         if self.released != list(range(self.nkb)):
@@ -210,7 +211,33 @@ def broken_wait(m, nkb):
     m.issue("p1", "a0", 0, 1); m.wait(2); m.promote(0, "p0", "sk")
 
 
+def dp128_consumer(m, nkb):
+    """dp128's consumer loop (round 12), step for step: one group a k-block, partials pa / pb, A read
+    by the wgmmas from the stage itself (the "A buffer" is the stage: loaded at its full barrier)."""
+    def open_kb(kb, sset):
+        m.full(kb); m.load_a(kb, "stage%d" % kb); m.scales(kb, sset)
+    open_kb(0, "x"); m.issue("pa", "stage0", 0, 0)
+    kb = 0
+    while kb + 2 < nkb:
+        open_kb(kb + 1, "y"); m.issue("pb", "stage%d" % (kb + 1), kb + 1, 0); m.wait(1)
+        m.release(kb); m.promote(0, "pa", "x")
+        open_kb(kb + 2, "x"); m.issue("pa", "stage%d" % (kb + 2), kb + 2, 0); m.wait(1)
+        m.release(kb + 1); m.promote(0, "pb", "y")
+        kb += 2
+    if kb + 1 < nkb:
+        open_kb(kb + 1, "y"); m.issue("pb", "stage%d" % (kb + 1), kb + 1, 0); m.wait(1)
+        m.release(kb); m.promote(0, "pa", "x")
+        m.wait(0); m.release(kb + 1); m.promote(0, "pb", "y")
+    else:
+        m.wait(0); m.release(kb); m.promote(0, "pa", "x")
+
+
 def schedule_check():
+    for nkb in range(1, 14):
+        m = Model(nkb, groups=1)
+        dp128_consumer(m, nkb)
+        for e in m.finish():
+            check(False, "dp128 schedule nkb %d: %s" % (nkb, e))
     for nkb in range(1, 14):
         m = Model(nkb)
         consumer(m, nkb)
