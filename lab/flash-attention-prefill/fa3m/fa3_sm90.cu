@@ -1,7 +1,8 @@
-// Causal flash-attention prefill for sm_90a (issue 19, lab variant fa3v3): fa3v1 with
-// FlashAttention-3's tile for head dim <= 64: at D = 64 a 192-row query block (BM = 192) on
-// THREE consumer warpgroups of 64 rows each (512 threads), keys in blocks of 128; D = 128 is
-// fa3v1's kernel (BM = 128, two consumers, 384 threads).
+// Causal flash-attention prefill for sm_90a (issue 19, lab variant fa3m): fa3v1 (the catalog's
+// solution) with FlashAttention-3's tile for head dim <= 64 from lab variant fa3v3: at D = 64 a
+// 192-row query block (BM = 192) on THREE consumer warpgroups of 64 rows each (512 threads), keys
+// in blocks of 128; D = 128 is fa3v1's kernel (BM = 128, two consumers, 384 threads), the
+// generalisations below written so that they compile to fa3v1's own code at two consumers.
 //
 // A CTA per tile (BM-query block, head x batch), or a persistent grid walking the tiles (host's
 // choice); 128 (NC + 1) threads: warpgroup 0 is the producer (one thread issues every TMA load),
