@@ -40,6 +40,17 @@ promote() {  # promote TASK SOLUTION_SRC JSONL...
         GRADE_TIMEOUT=$(( GRADE_S - 30 )) timeout "$(left)" bash scripts/gpu/fidelity.sh >"$O/grade_$task/fidelity.log" 2>&1
     echo "$task: $w graded rc=$? ($(( $(date +%s) - T0 )) s)" >>"$O/summary.txt"
 }
+cand_bench() {  # cand_bench NAME TASK SOLUTION_SRC TIMEOUT_S LAB_DIR CANDIDATE...: the solution and the
+    # candidates (folders under LAB_DIR) through catalog_helper.py lab in one process, then promote.
+    local name=$1 task=$2 sol=$3 to=$4 dir=$5 c cands=()
+    shift 5
+    for c in "$@"; do cands+=("$dir/$c"); done
+    mkdir -p "$O/$name"
+    if [ ${#cands[@]} -eq 0 ]; then echo "$name: no candidates" >>"$O/summary.txt"; return 0; fi
+    timeout -k 2 "$to" "$PY" scripts/gpu/catalog_helper.py lab "catalog/tasks/$task" "$sol" "${cands[@]}" \
+        --calls 20 --deadline-s $(( to - 8 )) >"$O/$name/${name}_cand.jsonl" 2>"$O/$name/${name}_cand.stderr"
+    promote "$task" "$sol" "$O/$name/${name}_cand.jsonl"
+}
 for b in ${BENCHES:-gemm bf16 decode}; do
     case $b in
       gemm)
@@ -61,23 +72,13 @@ for b in ${BENCHES:-gemm bf16 decode}; do
             esac
         done ;;
       prefill)
-        # PREFILL_CANDS="NAME ..." (folders under lab/flash-attention-prefill/) beside the solution;
-        # each CUDA C++ candidate builds at import (~15 s).
-        mkdir -p "$O/prefill"
-        pc=(); for c in ${PREFILL_CANDS:-}; do pc+=("lab/flash-attention-prefill/$c"); done
-        [ ${#pc[@]} -gt 0 ] || { echo "prefill: no PREFILL_CANDS" >>"$O/summary.txt"; continue; }
-        timeout -k 2 150 "$PY" scripts/gpu/catalog_helper.py lab catalog/tasks/flash-attention-prefill \
-            $S/attention/flash_prefill/bf16/flash_attention_prefill_eager/src "${pc[@]}" \
-            --calls 20 --deadline-s 140 >"$O/prefill/prefill_cand.jsonl" 2>"$O/prefill/prefill_cand.stderr"
-        promote flash-attention-prefill $S/attention/flash_prefill/bf16/flash_attention_prefill_eager/src "$O"/prefill/*.jsonl ;;
+        # PREFILL_CANDS="NAME ..." (folders under lab/flash-attention-prefill/); each CUDA C++
+        # candidate builds at import (~15 s).
+        cand_bench prefill flash-attention-prefill $S/attention/flash_prefill/bf16/flash_attention_prefill_eager/src \
+            150 lab/flash-attention-prefill ${PREFILL_CANDS:-} ;;
       decode)
-        mkdir -p "$O/decode"
-        dc=(); for c in ${DECODE_CANDS:-}; do dc+=("lab/paged-attention-decode/$c"); done
-        [ ${#dc[@]} -gt 0 ] || { echo "decode: no DECODE_CANDS" >>"$O/summary.txt"; continue; }
-        timeout -k 2 100 "$PY" scripts/gpu/catalog_helper.py lab catalog/tasks/paged-attention-decode \
-            $S/attention/paged_decode/fp8/paged_attention_decode_eager/src "${dc[@]}" \
-            --calls 20 --deadline-s 93 >"$O/decode/decode_cand.jsonl" 2>"$O/decode/decode_cand.stderr"
-        promote paged-attention-decode $S/attention/paged_decode/fp8/paged_attention_decode_eager/src "$O"/decode/*.jsonl ;;
+        cand_bench decode paged-attention-decode $S/attention/paged_decode/fp8/paged_attention_decode_eager/src \
+            100 lab/paged-attention-decode ${DECODE_CANDS:-} ;;
       *) echo "run_and_grade.sh: unknown bench '$b' (gemm, bf16, rows, prefill, decode)" >&2; exit 2 ;;
     esac
 done
