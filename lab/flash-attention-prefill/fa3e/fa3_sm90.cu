@@ -5,8 +5,8 @@
 // (FlashAttention-3's paper: 256 matmul flops per exponential there), so the exponentials are a
 // co-bottleneck with the GEMMs and no schedule overlaps them fully. KZOO_FA3_POLY of every 16 of a
 // thread's n8 blocks take a degree-3 polynomial (FlashAttention-4's move on Blackwell): ~9
-// instructions on the FMA and integer pipes each, which the issue slots (about half busy at D = 64)
-// have room for. D = 128 (MUFU at half the tensor time) is unchanged.
+// instructions on the FMA and integer pipes each, which the issue slots (about half busy at D = 64 by
+// the softmax's instruction count) have room for. D = 128 (MUFU at half the tensor time) is unchanged.
 //
 // Below, fa3m (lab variant): fa3v1 (the catalog's
 // solution) with FlashAttention-3's tile for head dim <= 64 from lab variant fa3v3: at D = 64 a
