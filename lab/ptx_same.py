@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Whether two CUDA sources compile to the same kernels, entry by entry, in PTX (no GPU needed).
 
-Why: a lab variant that merges two device-tested kernels (the prefill's fa3m) can be checked to
+Why: a lab variant that merges two device-tested kernels (the prefill's fa3e at POLY 0) can be checked to
 compile to exactly those kernels before any device time is spent. Each source is compiled to PTX
 with the given nvcc flags; entries are matched by name (the anonymous namespace's per-file hash
 removed); comments, line info, asm label numbers, register numbers (renumbered in order of first
@@ -10,7 +10,8 @@ differing lines, with --diff N the first N lines of the unified diff.
 
   python3 lab/ptx_same.py A.cu B.cu [--diff N] -- NVCC_FLAGS...
 e.g. python3 lab/ptx_same.py lab/flash-attention-prefill/fa3v3/fa3_sm90.cu \\
-         lab/flash-attention-prefill/fa3m/fa3_sm90.cu -- -DKZOO_STAGES128=2 -DKZOO_STAGES64=4 -DKZOO_PINGPONG=1
+         lab/flash-attention-prefill/fa3e/fa3_sm90.cu -- -DKZOO_STAGES128=2 -DKZOO_STAGES64=4 -DKZOO_PINGPONG=1 \\
+         -DKZOO_FA3_POLY=0
 """
 import difflib
 import os

@@ -41,10 +41,10 @@ promote() {  # promote TASK SOLUTION_SRC JSONL...
     echo "$task: $w graded rc=$? ($(( $(date +%s) - T0 )) s)" >>"$O/summary.txt"
 }
 cand_bench() {  # cand_bench NAME TASK SOLUTION_SRC TIMEOUT_S LAB_DIR CANDIDATE...: the solution and the
-    # candidates (folders under LAB_DIR) through catalog_helper.py lab in one process, then promote.
+    # candidates (folders under LAB_DIR, or paths) through catalog_helper.py lab in one process, then promote.
     local name=$1 task=$2 sol=$3 to=$4 dir=$5 c cands=()
     shift 5
-    for c in "$@"; do cands+=("$dir/$c"); done
+    for c in "$@"; do case $c in */*) cands+=("$c") ;; *) cands+=("$dir/$c") ;; esac; done  # a path as given
     mkdir -p "$O/$name"
     if [ ${#cands[@]} -eq 0 ]; then echo "$name: no candidates" >>"$O/summary.txt"; return 0; fi
     timeout -k 2 "$to" "$PY" scripts/gpu/catalog_helper.py lab "catalog/tasks/$task" "$sol" "${cands[@]}" \

@@ -12,7 +12,7 @@
 # Output under "${OUT:-/tmp/out}/attn/": <run>.jsonl (stdout JSON lines), <run>.stderr,
 # <run>_sweep.jsonl (the sweeps' lines), rc.txt (exit status, timeout and wall seconds of each run).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 PY="${KZOO_PYTHON:-python3}"
 DIR="${OUT:-/tmp/out}/attn"
 mkdir -p "$DIR"

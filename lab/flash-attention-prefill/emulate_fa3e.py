@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """CPU checks of fa3e's polynomial exp2 (fa3e/fa3_sm90.cu, ex2_poly; lab NOTES "fa3e").
 
+0. Where the kernel's four coefficients come from: the degree-3 polynomial that minimises the
+   largest relative error of 2^f on [-0.5, 0.5] (Lawson's iteration of weighted least squares),
+   refitted here and compared with the constants read from the source (ten decimals, as written
+   there); the checks below run on the source's constants, so a change to them is checked too.
 1. The routine in float32, operation for operation as the kernel writes it (the clamp, the
    1.5 * 2^23 rounding, Horner, the exponent add), against 2^x in float64 over [-125, 0] and at
    -inf, -126, -1e30 and 0: its largest relative error (the kernel's header states 7.5e-5), and a
@@ -15,12 +19,28 @@
 
   /usr/bin/python3 lab/flash-attention-prefill/emulate_fa3e.py   (prints FAILURES: 0 when all hold)
 """
+import os
+import re
 import sys
 
 import numpy as np
 import torch
 
-C0, C1, C2, C3 = np.float32(0.9999281094), np.float32(0.6932609856), np.float32(0.2426105423), np.float32(0.0551713214)
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fa3e", "fa3_sm90.cu")
+
+
+def source_coefficients():
+    """ex2_poly's Horner constants as the kernel's source writes them: c3, c2, c1, c0."""
+    with open(SOURCE) as f:
+        body = f.read().split("float ex2_poly(float x)", 1)[1].split("\n}", 1)[0]
+    m = re.search(r"fmaf\(([0-9.e+-]+)f, f, ([0-9.e+-]+)f\).*?fmaf\(p, f, ([0-9.e+-]+)f\).*?fmaf\(p, f, ([0-9.e+-]+)f\)",
+                  body, re.S)
+    if not m:
+        raise SystemExit("emulate_fa3e.py: ex2_poly's Horner steps not found in %s: follow the source" % SOURCE)
+    return [float(g) for g in m.groups()]
+
+
+C3, C2, C1, C0 = (np.float32(v) for v in source_coefficients())
 MAGIC = np.float32(12582912.0)
 FAILURES = []
 
@@ -41,6 +61,27 @@ def ex2_poly(x):
     p = (p * f + C0).astype(np.float32)
     bits = p.view(np.int32).astype(np.int64) + (t.view(np.int32).astype(np.int64) << 23)
     return ((bits + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32).view(np.float32)
+
+
+def fit():
+    """The minimax-relative-error cubic for 2^f on [-0.5, 0.5], by Lawson's iteration."""
+    f = np.linspace(-0.5, 0.5, 20001)
+    y = 2.0 ** f
+    a = np.vstack([f ** k for k in range(4)]).T
+    w = np.ones_like(f)
+    for _ in range(200):
+        sw = np.sqrt(w) / y
+        c = np.linalg.lstsq(a * sw[:, None], y * sw, rcond=None)[0]
+        err = np.abs(a @ c - y) / y
+        w = w * err
+        w /= w.sum()
+    return c
+
+
+def coefficient_check():
+    fitted = [round(float(v), 10) for v in fit()]  # the source writes ten decimals
+    written = source_coefficients()[::-1]
+    check(fitted == written, "the source's coefficients %s are the refitted cubic's %s" % (written, fitted))
 
 
 def routine_check():
@@ -98,6 +139,7 @@ def attention_check():
 
 def main():
     torch.manual_seed(7)
+    coefficient_check()
     routine_check()
     attention_check()
     print("FAILURES: %d" % len(FAILURES))

@@ -1,5 +1,6 @@
-// Causal flash-attention prefill for sm_90a (issue 19, lab variant fa3e): fa3m with part of the
-// softmax's exponentials at D = 64 computed on the FMA pipe instead of the MUFU (ex2_poly below).
+// Causal flash-attention prefill for sm_90a (issue 19, lab variant fa3e): fa3v3's D = 64 kernel and
+// fa3v1's D = 128 kernel in one source (lab NOTES, "fa3m"), with part of the softmax's
+// exponentials at D = 64 computed on the FMA pipe instead of the MUFU (ex2_poly below).
 // Why: per S element the MUFU does one ex2 while the tensor cores do 4 D flops; the MUFU's 16
 // ex2 a clock an SM against the tensor cores' 4096 bf16 flops a clock make them equal at D = 64
 // (FlashAttention-3's paper: 256 matmul flops per exponential there), so the exponentials are a
@@ -8,7 +9,7 @@
 // instructions on the FMA and integer pipes each, which the issue slots (about half busy at D = 64 by
 // the softmax's instruction count) have room for. D = 128 (MUFU at half the tensor time) is unchanged.
 //
-// Below, fa3m (lab variant): fa3v1 (the catalog's
+// The merge (KZOO_FA3_POLY 0 compiles to it alone): fa3v1 (the catalog's
 // solution) with FlashAttention-3's tile for head dim <= 64 from lab variant fa3v3: at D = 64 a
 // 192-row query block (BM = 192) on THREE consumer warpgroups of 64 rows each (512 threads), keys
 // in blocks of 128; D = 128 is fa3v1's kernel (BM = 128, two consumers, 384 threads), the

@@ -16,7 +16,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "fp8_gemm_sm90.cu")
-NAME = "kzoo_fp8_dp128"  # its own cache folder and library beside the solution's
+NAME = "kzoo_fp8_blockscale_gemm"
 
 
 def _nvcc():
